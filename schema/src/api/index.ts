@@ -1,0 +1,3 @@
+export * from './envelope.ts';
+export * from './common.ts';
+export * from './accounts.ts';

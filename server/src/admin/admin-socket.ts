@@ -1,0 +1,77 @@
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import path from 'node:path';
+import { z } from 'zod';
+import { AppError } from '../errors.ts';
+import { runOperation, type OperationContext } from './operations.ts';
+
+export const adminSocketOf = (dataDir: string) => path.join(dataDir, 'admin.sock');
+
+export type AdminReply = { ok: true; result: unknown } | { ok: false; error: { code: string; message: string } };
+
+/**
+ * A local HTTP endpoint on a unix socket in the data dir (mode 0600: only the account that
+ * runs the server may use it), through which the CLI runs operations on a live server's
+ * embedded database.
+ */
+export async function startAdminSocket(socketPath: string, ctx: OperationContext): Promise<{ close(): Promise<void> }> {
+  await fs.rm(socketPath, { force: true });
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      void (async () => {
+        let reply: AdminReply;
+        let status = 200;
+        try {
+          const match = /^\/ops\/([a-z.]+)$/.exec(req.url ?? '');
+          if (req.method !== 'POST' || !match?.[1]) throw new Error('POST /ops/<name> expected');
+          const args: unknown = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {};
+          reply = { ok: true, result: await runOperation(ctx, match[1], args) };
+        } catch (err) {
+          status = err instanceof AppError ? err.statusCode : err instanceof z.ZodError ? 422 : 500;
+          const code = err instanceof AppError ? err.code : err instanceof z.ZodError ? 'validation_failed' : 'internal_error';
+          const message = err instanceof AppError || err instanceof z.ZodError ? err.message : 'internal error (see server log)';
+          reply = { ok: false, error: { code, message } };
+        }
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(reply));
+      })();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => resolve());
+  });
+  await fs.chmod(socketPath, 0o600);
+  return {
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }).then(() => fs.rm(socketPath, { force: true })),
+  };
+}
+
+/** Sends one operation to a running server's admin socket. */
+export function callAdminSocket(socketPath: string, name: string, args: unknown): Promise<AdminReply> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify(args ?? {});
+    const req = http.request(
+      { socketPath, path: `/ops/${name}`, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          try {
+            resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as AdminReply);
+          } catch (err) {
+            reject(err instanceof Error ? err : new Error('bad admin reply'));
+          }
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}

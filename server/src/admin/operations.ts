@@ -1,0 +1,51 @@
+import fs from 'node:fs/promises';
+import { z } from 'zod';
+import type { Services } from '../services/index.ts';
+import { NotFound } from '../errors.ts';
+
+/**
+ * Operator commands as data: the CLI runs them against the database itself, or — when a
+ * server holds the embedded database — sends them over the admin socket and the server runs
+ * the very same function. One implementation, two transports.
+ */
+export interface OperationContext {
+  readonly services: Services;
+  readonly migrationsApplied: () => Promise<number>;
+}
+
+interface Operation<A extends z.ZodType> {
+  readonly args: A;
+  run(ctx: OperationContext, args: z.infer<A>): Promise<unknown>;
+}
+
+const op = <A extends z.ZodType>(args: A, run: Operation<A>['run']): Operation<A> => ({ args, run });
+
+export const operations = {
+  'migrate.status': op(z.object({}), async (ctx) => ({ applied: await ctx.migrationsApplied() })),
+  'user.list': op(
+    z.object({ search: z.string().optional(), disabled: z.boolean().optional(), limit: z.number().int().min(1).max(1000).optional() }),
+    (ctx, a) => ctx.services.users.list(a),
+  ),
+  'user.show': op(z.object({ user: z.string().min(1) }), (ctx, a) => ctx.services.users.lookup(a.user)),
+  'user.disable': op(z.object({ user: z.string().min(1), enable: z.boolean().optional() }), (ctx, a) =>
+    ctx.services.users.setDisabled(a.user, !a.enable),
+  ),
+  'mail.list': op(z.object({ limit: z.number().int().min(1).max(1000).optional() }), (ctx, a) => ctx.services.mail.list(a.limit)),
+  'mail.show': op(z.object({ id: z.string().min(1) }), async (ctx, a) => {
+    const mail = await ctx.services.mail.get(a.id);
+    if (!mail) throw new NotFound('No mail with this id', 'mail_not_found');
+    // The sent copy in the .eml sink is the message as delivered.
+    const eml = mail.stored_as ? await fs.readFile(mail.stored_as, 'utf8').catch(() => null) : null;
+    return { ...mail, eml };
+  }),
+  'maintenance.purge': op(z.object({}), (ctx) => ctx.services.maintenance.purgeExpired()),
+} as const;
+
+export type OperationName = keyof typeof operations;
+export type OperationArgs<N extends OperationName> = z.input<(typeof operations)[N]['args']>;
+
+export async function runOperation(ctx: OperationContext, name: string, args: unknown): Promise<unknown> {
+  const operation = (operations as Record<string, Operation<z.ZodType>>)[name];
+  if (!operation) throw new NotFound(`Unknown operation ${name}`, 'unknown_operation');
+  return operation.run(ctx, operation.args.parse(args ?? {}));
+}

@@ -1,0 +1,101 @@
+import './http/validation-messages.ts';
+import fs from 'node:fs';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import type { Config } from './config.ts';
+import { authentication } from './http/authentication.ts';
+import { installErrorHandling } from './http/error-handler.ts';
+import { idempotency } from './http/idempotency.ts';
+import { accountRoutes } from './routes/account.ts';
+import { authRoutes } from './routes/auth.ts';
+import { healthRoutes, type HealthProbe } from './routes/health.ts';
+import type { Services } from './services/index.ts';
+
+export const API_PREFIX = '/api/therapist/v1';
+
+export interface AppOptions {
+  readonly config: Config;
+  readonly services: Services;
+  readonly probe: HealthProbe;
+}
+
+/**
+ * Request logs carry the route, never the query string (a name search is PHI) nor headers
+ * (bearer tokens).
+ */
+export function loggerOptions(level: string): FastifyServerOptions['logger'] {
+  return {
+    level,
+    serializers: {
+      req: (req: { method: string; url: string; id: string }) => ({ id: req.id, method: req.method, path: req.url.split('?')[0] }),
+      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+    },
+  };
+}
+
+export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  const { config, services } = opts;
+  const app = Fastify({
+    logger: loggerOptions(config.logLevel),
+    trustProxy: config.trustProxy,
+    bodyLimit: config.limits.bodyLimitBytes,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    ...(config.tls
+      ? {
+          https: {
+            cert: fs.readFileSync(config.tls.certFile),
+            key: fs.readFileSync(config.tls.keyFile),
+            minVersion: 'TLSv1.2' as const,
+          },
+        }
+      : {}),
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  installErrorHandling(app);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Fieldchart clinician API',
+        version: '1.0.0',
+        description: 'The REST API of the Fieldchart mobile app. Success bodies are `{"status": true, "data": …}`; errors are `{"status": false, "message", "code", "errors"?}`.',
+      },
+      servers: [{ url: '/' }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+    },
+    transform: (input) => {
+      const out = jsonSchemaTransform(input);
+      const isPublic = (input.route.config as { public?: boolean } | undefined)?.public;
+      return isPublic ? out : { ...out, schema: { ...out.schema, security: [{ bearer: [] }] } };
+    },
+    transformObject: jsonSchemaTransformObject,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+
+  await app.register(healthRoutes, { probe: opts.probe, workerExpected: config.worker.enabled });
+
+  await app.register(
+    async (api) => {
+      await api.register(authentication, { sessions: services.sessions });
+      await api.register(idempotency, { idempotency: services.idempotency });
+      await api.register(authRoutes, { services });
+      await api.register(accountRoutes, { services });
+      api.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+    },
+    { prefix: API_PREFIX },
+  );
+
+  return app;
+}

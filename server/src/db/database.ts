@@ -1,0 +1,86 @@
+import fs from 'node:fs/promises';
+import { PGlite } from '@electric-sql/pglite';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
+import * as schema from '@fieldchart/schema/db';
+
+export type Schema = typeof schema;
+
+/**
+ * The one database type that both drivers satisfy. Transactions are the same type, so a
+ * data-access function takes `Db` and works inside or outside a transaction.
+ */
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+
+export type DatabaseTarget =
+  | { readonly kind: 'pglite'; readonly dataDir: string; readonly loadDataDir?: Blob }
+  | { readonly kind: 'postgres'; readonly url: string; readonly poolSize?: number };
+
+export interface Database {
+  readonly kind: 'pglite' | 'postgres';
+  readonly db: Db;
+  /** Present on the embedded database: the worker and tests reach PGlite directly. */
+  readonly pglite: PGlite | null;
+  /** Present on PostgreSQL: LISTEN/NOTIFY and admin statements. */
+  readonly sql: postgres.Sql | null;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function openDatabase(target: DatabaseTarget): Promise<Database> {
+  if (target.kind === 'pglite') {
+    if (!target.dataDir.startsWith('memory://')) await fs.mkdir(target.dataDir, { recursive: true });
+    const pglite = await PGlite.create({
+      dataDir: target.dataDir,
+      ...(target.loadDataDir ? { loadDataDir: target.loadDataDir } : {}),
+    });
+    const db = drizzlePglite({ client: pglite, schema }) as unknown as Db;
+    return {
+      kind: 'pglite',
+      db,
+      pglite,
+      sql: null,
+      async ping() {
+        await pglite.query('select 1');
+      },
+      async close() {
+        if (!pglite.closed) await pglite.close();
+      },
+    };
+  }
+  const sql = postgres(target.url, {
+    max: target.poolSize ?? 10,
+    onnotice: () => {},
+    // Keep int8 as JS numbers where they fit is a footgun; we cast counts to int in SQL instead.
+    connection: { application_name: 'fieldchart' },
+  });
+  const db = drizzlePostgres({ client: sql, schema }) as unknown as Db;
+  return {
+    kind: 'postgres',
+    db,
+    pglite: null,
+    sql,
+    async ping() {
+      await sql`select 1`;
+    },
+    async close() {
+      await sql.end({ timeout: 5 });
+    },
+  };
+}
+
+/** drizzle's `execute` answers `{rows}` on PGlite and an array on postgres.js. */
+export function rowsOf<T>(result: unknown): T[] {
+  if (Array.isArray(result)) return result as T[];
+  return ((result as { rows?: T[] }).rows ?? []) as T[];
+}
+
+/** A unique-constraint violation from either driver (drizzle may wrap it in `cause`). */
+export function isUniqueViolation(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if ((e as { code?: unknown }).code === '23505') return true;
+  }
+  return false;
+}

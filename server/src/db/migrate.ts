@@ -1,0 +1,37 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
+import type { PgliteDatabase } from 'drizzle-orm/pglite';
+import type { Database } from './database.ts';
+
+export const migrationsFolder = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
+
+// Any constant works; it only has to be the same on every node.
+const MIGRATION_LOCK_ID = 7_414_201;
+
+/**
+ * Applies the committed drizzle migrations; idempotent on both databases. On PostgreSQL
+ * several nodes may boot at once, so the run holds a session advisory lock on one
+ * reserved connection.
+ */
+export async function applyMigrations(database: Database): Promise<void> {
+  if (database.kind === 'pglite') {
+    await migratePglite(database.db as unknown as PgliteDatabase, { migrationsFolder });
+    return;
+  }
+  const sql = database.sql;
+  if (!sql) throw new Error('postgres database without a client');
+  const reserved = await sql.reserve();
+  try {
+    await reserved`select pg_advisory_lock(${MIGRATION_LOCK_ID})`;
+    try {
+      await migratePostgres(drizzlePostgres({ client: reserved }), { migrationsFolder });
+    } finally {
+      await reserved`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`;
+    }
+  } finally {
+    reserved.release();
+  }
+}

@@ -1,0 +1,6 @@
+import type { JobHandler } from './worker.ts';
+
+/** Hourly: drops records whose only purpose has expired (see README, "What is kept"). */
+export const cleanupExpired: JobHandler<'cleanup_expired'> = async (services) => {
+  await services.maintenance.purgeExpired();
+};

@@ -1,0 +1,10 @@
+import { z } from 'zod';
+
+/** Every background task and its payload: the one map that enqueuers and tasks share. */
+export const taskPayloads = {
+  send_mail: z.object({ mail_id: z.uuid() }),
+  cleanup_expired: z.object({}).loose(),
+} as const;
+
+export type TaskName = keyof typeof taskPayloads;
+export type TaskPayload<T extends TaskName> = z.infer<(typeof taskPayloads)[T]>;

@@ -1,0 +1,53 @@
+import { ConfigError, loadConfig } from './config.ts';
+import { DataDirBusy } from './db/data-dir-lock.ts';
+import { startRuntime } from './runtime.ts';
+
+/** `npm start`: the server on the configured database, until SIGTERM or SIGINT. */
+export async function serve(env: Record<string, string | undefined> = process.env): Promise<void> {
+  let config;
+  try {
+    config = loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw err;
+  }
+  let runtime;
+  try {
+    runtime = await startRuntime(config);
+  } catch (err) {
+    if (err instanceof DataDirBusy) {
+      process.stderr.write(`${err.message}: ${config.dataDir}\nStop it first, or use another FIELDCHART_DATA_DIR.\n`);
+      process.exit(75); // EX_TEMPFAIL
+    }
+    throw err;
+  }
+  const rt = runtime;
+  rt.app.log.info(
+    { database: config.database.kind, dataDir: config.dataDir, worker: config.worker.enabled },
+    `Fieldchart listening on ${rt.url} (API at ${rt.url}/api/therapist/v1, docs at ${rt.url}/docs)`,
+  );
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    rt.app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    const force = setTimeout(() => {
+      rt.app.log.error('shutdown grace period passed; exiting');
+      process.exit(1);
+    }, config.shutdownGraceMs);
+    force.unref();
+    rt.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await serve();
+}

@@ -1,0 +1,45 @@
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import {
+  completeOnboardingBody,
+  DISCIPLINES,
+  envelope,
+  settingsList,
+  updateBasicInfoBody,
+  userProfile,
+} from '@fieldchart/schema/api';
+import { principalOf } from '../http/authentication.ts';
+import { errors, ok } from '../http/reply.ts';
+import type { Services } from '../services/index.ts';
+import { appSettings } from '../services/users/app-settings.ts';
+
+const tags = ['Profile'];
+
+export const accountRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
+  const { users, config } = services;
+
+  app.get('/my-profile', {
+    schema: { tags, summary: "The caller's profile", response: { 200: envelope(userProfile), ...errors(401) } },
+    handler: async (req) => ok(await users.profile(principalOf(req).userId)),
+  });
+
+  app.put('/update-basic-info', {
+    schema: { tags, summary: 'Update name, email, phone or address', body: updateBasicInfoBody, response: { 200: envelope(userProfile), ...errors(401, 422) } },
+    handler: async (req) => ok(await users.updateBasicInfo(principalOf(req).userId, req.body), 'Profile updated'),
+  });
+
+  app.post('/complete-onboarding', {
+    schema: { tags, summary: 'Record discipline and license; clears needs_onboarding', body: completeOnboardingBody, response: { 200: envelope(userProfile), ...errors(401, 422) } },
+    handler: async (req) => ok(await users.completeOnboarding(principalOf(req).userId, req.body), 'Onboarding complete'),
+  });
+
+  app.get('/therapist-discipline', {
+    schema: { tags, summary: 'Discipline codes a clinician can choose', response: { 200: envelope(z.array(z.string())), ...errors(401) } },
+    handler: async () => ok([...DISCIPLINES]),
+  });
+
+  app.get('/master/setting-list', {
+    schema: { tags: ['Settings'], summary: 'Server settings the app needs', response: { 200: envelope(settingsList), ...errors(401) } },
+    handler: async () => ok(appSettings(config)),
+  });
+};

@@ -1,0 +1,130 @@
+import { and, eq, isNull, ne, sql } from 'drizzle-orm';
+import { refreshTokens, sessions, users } from '@fieldchart/schema/db';
+import type { Db } from '../../db/database.ts';
+import { addSeconds, type Clock } from '../../clock.ts';
+import { Unauthorized } from '../../errors.ts';
+import type { AccessTokens } from '../../security/access-tokens.ts';
+import { newOpaqueToken, sha256 } from '../../security/random-tokens.ts';
+
+export interface TokenPair {
+  readonly token: string;
+  readonly refresh_token: string;
+  readonly expires_in: number;
+}
+
+export interface Principal {
+  readonly userId: string;
+  readonly sessionId: string;
+}
+
+/**
+ * Sessions are token families. The access JWT names its session; every request checks that
+ * the session is live and the user enabled, which is what makes logout and revocation real.
+ */
+export function createSessions(deps: { db: Db; clock: Clock; accessTokens: AccessTokens; refreshTtlSeconds: number }) {
+  const { clock, accessTokens } = deps;
+
+  async function mintRefresh(tx: Db, sessionId: string, now: Date): Promise<string> {
+    const refresh = newOpaqueToken();
+    await tx.insert(refreshTokens).values({
+      sessionId,
+      tokenHash: sha256(refresh),
+      expiresAt: addSeconds(now, deps.refreshTtlSeconds),
+    });
+    return refresh;
+  }
+
+  return {
+    /** Opens a session for a user who just proved who they are; runs in the caller's transaction. */
+    async open(tx: Db, userId: string, method: string): Promise<TokenPair> {
+      const now = clock.now();
+      const [session] = await tx
+        .insert(sessions)
+        .values({ userId, method, expiresAt: addSeconds(now, deps.refreshTtlSeconds) })
+        .returning({ id: sessions.id });
+      if (!session) throw new Error('session insert returned nothing');
+      const refresh = await mintRefresh(tx, session.id, now);
+      const access = await accessTokens.issue(userId, session.id, now);
+      return { token: access.token, refresh_token: refresh, expires_in: access.expiresIn };
+    },
+
+    /** Verifies a bearer token against its signature and the live session. */
+    async authenticate(token: string): Promise<Principal> {
+      const now = clock.now();
+      const claims = await accessTokens.verify(token, now);
+      if (!claims) throw new Unauthorized('Invalid or expired token', 'invalid_token');
+      const [row] = await deps.db
+        .select({ revokedAt: sessions.revokedAt, disabledAt: users.disabledAt })
+        .from(sessions)
+        .innerJoin(users, eq(users.id, sessions.userId))
+        .where(and(eq(sessions.id, claims.sessionId), eq(sessions.userId, claims.userId)));
+      if (!row || row.revokedAt) throw new Unauthorized('Invalid or expired token', 'invalid_token');
+      if (row.disabledAt) throw new Unauthorized('This account is disabled', 'account_disabled');
+      return { userId: claims.userId, sessionId: claims.sessionId };
+    },
+
+    /**
+     * Exchanges a refresh token for a new pair and retires it. A retired token presented
+     * again means it leaked or a client replayed it: the whole family is revoked.
+     */
+    async refresh(refreshToken: string): Promise<TokenPair> {
+      const now = clock.now();
+      const hash = sha256(refreshToken);
+      return deps.db.transaction(async (tx) => {
+        const [row] = await tx
+          .select({
+            id: refreshTokens.id,
+            sessionId: refreshTokens.sessionId,
+            expiresAt: refreshTokens.expiresAt,
+            retiredAt: refreshTokens.retiredAt,
+            revokedAt: sessions.revokedAt,
+            userId: sessions.userId,
+            disabledAt: users.disabledAt,
+          })
+          .from(refreshTokens)
+          .innerJoin(sessions, eq(sessions.id, refreshTokens.sessionId))
+          .innerJoin(users, eq(users.id, sessions.userId))
+          .where(eq(refreshTokens.tokenHash, hash))
+          .for('update', { of: refreshTokens });
+        if (!row || row.revokedAt) throw new Unauthorized('Invalid refresh token', 'invalid_refresh_token');
+        if (row.retiredAt) {
+          await tx
+            .update(sessions)
+            .set({ revokedAt: now, revokedReason: 'refresh_token_reuse' })
+            .where(eq(sessions.id, row.sessionId));
+          return null;
+        }
+        if (row.expiresAt <= now) throw new Unauthorized('Refresh token expired', 'invalid_refresh_token');
+        if (row.disabledAt) throw new Unauthorized('This account is disabled', 'account_disabled');
+        await tx.update(refreshTokens).set({ retiredAt: now }).where(eq(refreshTokens.id, row.id));
+        await tx.update(sessions).set({ lastRefreshedAt: now }).where(eq(sessions.id, row.sessionId));
+        const refresh = await mintRefresh(tx, row.sessionId, now);
+        const access = await accessTokens.issue(row.userId, row.sessionId, now);
+        return { token: access.token, refresh_token: refresh, expires_in: access.expiresIn };
+      }).then((pair) => {
+        // Thrown after commit so the family's revocation is kept.
+        if (!pair) throw new Unauthorized('Refresh token was already used; the session is revoked', 'refresh_token_reused');
+        return pair;
+      });
+    },
+
+    async revoke(tx: Db, sessionId: string, reason: string): Promise<void> {
+      await tx
+        .update(sessions)
+        .set({ revokedAt: clock.now(), revokedReason: reason })
+        .where(and(eq(sessions.id, sessionId), isNull(sessions.revokedAt)));
+    },
+
+    /** Revokes every live session of a user, except `keep` when given. */
+    async revokeAll(tx: Db, userId: string, reason: string, keep?: string): Promise<number> {
+      const result = await tx
+        .update(sessions)
+        .set({ revokedAt: clock.now(), revokedReason: reason })
+        .where(and(eq(sessions.userId, userId), isNull(sessions.revokedAt), keep ? ne(sessions.id, keep) : sql`true`))
+        .returning({ id: sessions.id });
+      return result.length;
+    },
+  };
+}
+
+export type Sessions = ReturnType<typeof createSessions>;

@@ -1,0 +1,85 @@
+import { and, eq, isNull, lt } from 'drizzle-orm';
+import { idempotencyKeys } from '@fieldchart/schema/db';
+import { isUniqueViolation, type Db } from '../db/database.ts';
+import type { Clock } from '../clock.ts';
+import { Conflict, Invalid } from '../errors.ts';
+import { sha256 } from '../security/random-tokens.ts';
+
+const ABANDONED_AFTER_MS = 120_000;
+
+export type IdempotencyClaim =
+  | { readonly kind: 'new' }
+  | { readonly kind: 'replay'; readonly statusCode: number; readonly body: string };
+
+/**
+ * Idempotency-Key (contract): the first request with a key claims it; its response is stored
+ * and replayed to repeats with the same body; another body under the same key is a 422; a
+ * repeat while the first is still running is a 409. A 5xx releases the key so the client's
+ * retry really runs.
+ */
+export function createIdempotency(deps: { db: Db; clock: Clock; ttlSeconds: number }) {
+  const { db, clock } = deps;
+  return {
+    requestHash(method: string, url: string, body: unknown): string {
+      return sha256(`${method} ${url}\n${JSON.stringify(body ?? null)}`);
+    },
+
+    async claim(scope: string, key: string, requestHash: string): Promise<IdempotencyClaim> {
+      const now = clock.now();
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const [existing] = await db
+          .select()
+          .from(idempotencyKeys)
+          .where(and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.key, key)));
+        const age = existing ? now.getTime() - existing.createdAt.getTime() : 0;
+        // An unfinished claim this old belongs to a node that died mid-request.
+        const abandoned = existing?.completedAt === null && age > ABANDONED_AFTER_MS;
+        if (existing && (abandoned || age > deps.ttlSeconds * 1000)) {
+          await db.delete(idempotencyKeys).where(and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.key, key)));
+          continue;
+        }
+        if (existing) {
+          if (existing.requestHash !== requestHash) {
+            throw Invalid.field(
+              'Idempotency-Key',
+              'This Idempotency-Key was already used with a different request',
+              'idempotency_key_reused',
+            );
+          }
+          if (existing.statusCode === null || existing.responseBody === null) {
+            throw new Conflict('A request with this Idempotency-Key is still being processed', 'idempotency_in_progress');
+          }
+          return { kind: 'replay', statusCode: existing.statusCode, body: existing.responseBody };
+        }
+        try {
+          await db.insert(idempotencyKeys).values({ scope, key, requestHash, createdAt: now });
+          return { kind: 'new' };
+        } catch (err) {
+          if (!isUniqueViolation(err)) throw err;
+        }
+      }
+      throw new Conflict('A request with this Idempotency-Key is still being processed', 'idempotency_in_progress');
+    },
+
+    async complete(scope: string, key: string, statusCode: number, body: string): Promise<void> {
+      if (statusCode >= 500) {
+        await db
+          .delete(idempotencyKeys)
+          .where(and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.key, key), isNull(idempotencyKeys.completedAt)));
+        return;
+      }
+      await db
+        .update(idempotencyKeys)
+        .set({ statusCode, responseBody: body, completedAt: clock.now() })
+        .where(and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.key, key)));
+    },
+
+    async purgeExpired(): Promise<number> {
+      const cutoff = new Date(clock.now().getTime() - deps.ttlSeconds * 1000);
+      const gone = await db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, cutoff)).returning({ key: idempotencyKeys.key });
+      return gone.length;
+    },
+  };
+}
+
+export type Idempotency = ReturnType<typeof createIdempotency>;

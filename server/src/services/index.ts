@@ -1,0 +1,52 @@
+import type { Config } from '../config.ts';
+import type { Clock } from '../clock.ts';
+import type { Db } from '../db/database.ts';
+import type { MailTransport } from '../mail/transport.ts';
+import { createAccessTokens } from '../security/access-tokens.ts';
+import type { IdTokenVerifier } from '../security/id-token-verifier.ts';
+import type { SigningKeys } from '../security/signing-keys.ts';
+import { createAccounts } from './auth/accounts.ts';
+import { createPasswordReset } from './auth/password-reset.ts';
+import { createSessions } from './auth/sessions.ts';
+import { createIdempotency } from './idempotency.ts';
+import { createMaintenance } from './maintenance.ts';
+import { createMailOutbox } from './mail/mail-outbox.ts';
+import { createThrottle } from './throttle.ts';
+import { createUsers } from './users/users.ts';
+
+export interface ServiceDeps {
+  readonly config: Config;
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly signingKeys: SigningKeys;
+  readonly idTokens: IdTokenVerifier;
+  readonly mailTransport: MailTransport;
+}
+
+/** Every service, wired once; shared by routes, jobs, the admin socket and the CLI. */
+export function createServices(deps: ServiceDeps) {
+  const { config, db, clock } = deps;
+  const accessTokens = createAccessTokens({
+    keys: deps.signingKeys,
+    issuer: config.jwt.issuer,
+    audience: config.jwt.audience,
+    ttlSeconds: config.jwt.accessTtlSeconds,
+  });
+  const sessions = createSessions({ db, clock, accessTokens, refreshTtlSeconds: config.jwt.refreshTtlSeconds });
+  const throttle = createThrottle({ clock });
+  const mail = createMailOutbox({ db, clock, transport: deps.mailTransport });
+  const idempotency = createIdempotency({ db, clock, ttlSeconds: config.limits.idempotencyTtlSeconds });
+  return {
+    config,
+    sessions,
+    throttle,
+    mail,
+    accounts: createAccounts({ db, clock, config, sessions, throttle, idTokens: deps.idTokens, mail }),
+    passwordReset: createPasswordReset({ db, clock, config, throttle, sessions, mail }),
+    users: createUsers({ db, clock, sessions }),
+    idempotency,
+    maintenance: createMaintenance({ db, clock, idempotency }),
+  };
+}
+
+export type Services = ReturnType<typeof createServices>;

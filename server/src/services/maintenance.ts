@@ -1,0 +1,53 @@
+import { and, isNotNull, lt, or, sql } from 'drizzle-orm';
+import { mailOutbox, passwordResets, refreshTokens, sessions, throttles } from '@fieldchart/schema/db';
+import type { Db } from '../db/database.ts';
+import type { Clock } from '../clock.ts';
+import type { Idempotency } from './idempotency.ts';
+
+const DAY = 86_400_000;
+
+/** Retention rules, in one place so the README can quote them. */
+export const RETENTION = {
+  revokedSessionsDays: 30,
+  passwordResetDays: 1,
+  sentMailLogDays: 30,
+} as const;
+
+export function createMaintenance(deps: { db: Db; clock: Clock; idempotency: Idempotency }) {
+  const { db, clock } = deps;
+  return {
+    async purgeExpired(): Promise<Record<string, number>> {
+      const now = clock.now().getTime();
+      const before = (days: number) => new Date(now - days * DAY);
+      const idempotency = await deps.idempotency.purgeExpired();
+      const throttleRows = await db
+        .delete(throttles)
+        .where(sql`${throttles.windowStartedAt} + make_interval(secs => ${throttles.windowSeconds}) < ${new Date(now).toISOString()}::timestamptz`)
+        .returning({ key: throttles.key });
+      const resets = await db
+        .delete(passwordResets)
+        .where(lt(passwordResets.createdAt, before(RETENTION.passwordResetDays)))
+        .returning({ id: passwordResets.id });
+      const refresh = await db
+        .delete(refreshTokens)
+        .where(or(lt(refreshTokens.expiresAt, new Date(now)), lt(refreshTokens.retiredAt, before(RETENTION.revokedSessionsDays))))
+        .returning({ id: refreshTokens.id });
+      const oldSessions = await db
+        .delete(sessions)
+        .where(or(lt(sessions.expiresAt, new Date(now)), and(isNotNull(sessions.revokedAt), lt(sessions.revokedAt, before(RETENTION.revokedSessionsDays)))))
+        .returning({ id: sessions.id });
+      const mail = await db
+        .delete(mailOutbox)
+        .where(and(isNotNull(mailOutbox.sentAt), lt(mailOutbox.sentAt, before(RETENTION.sentMailLogDays))))
+        .returning({ id: mailOutbox.id });
+      return {
+        idempotency_keys: idempotency,
+        throttles: throttleRows.length,
+        password_resets: resets.length,
+        refresh_tokens: refresh.length,
+        sessions: oldSessions.length,
+        mail_outbox: mail.length,
+      };
+    },
+  };
+}

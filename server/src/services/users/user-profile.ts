@@ -1,0 +1,46 @@
+import { eq } from 'drizzle-orm';
+import { userIdentities, users } from '@fieldchart/schema/db';
+import type { UserProfile } from '@fieldchart/schema/api';
+import type { Db } from '../../db/database.ts';
+
+export type UserRow = typeof users.$inferSelect;
+
+export function loginDataOf(u: UserRow) {
+  return {
+    uuid: u.id,
+    first_name: u.firstName,
+    last_name: u.lastName,
+    email: u.email,
+    subscription_status: u.subscriptionStatus as UserProfile['subscription_status'],
+  };
+}
+
+export async function profileOf(db: Db, u: UserRow): Promise<UserProfile> {
+  const identities = await db
+    .select({ provider: userIdentities.provider })
+    .from(userIdentities)
+    .where(eq(userIdentities.userId, u.id));
+  return {
+    ...loginDataOf(u),
+    phone: u.phone,
+    address: u.address,
+    discipline: u.discipline,
+    license_number: u.licenseNumber,
+    license_state: u.licenseState,
+    needs_onboarding: u.needsOnboarding,
+    trial_ends_at: u.trialEndsAt?.toISOString() ?? null,
+    has_password: u.passwordHash !== null,
+    linked_providers: [...new Set(identities.map((i) => i.provider as 'google' | 'apple'))].sort(),
+    created_at: u.createdAt.toISOString(),
+  };
+}
+
+export async function findUserById(db: Db, id: string): Promise<UserRow | null> {
+  const [u] = await db.select().from(users).where(eq(users.id, id));
+  return u ?? null;
+}
+
+export async function findUserByEmail(db: Db, email: string): Promise<UserRow | null> {
+  const [u] = await db.select().from(users).where(eq(users.email, email.trim().toLowerCase()));
+  return u ?? null;
+}
