@@ -70,7 +70,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     if (database.pglite) {
       // The lock says no other process has this database: any worker lock in it is a dead one.
       await unlockDeadWorkers(database.pglite);
-      pgPool = new PglitePgPool(database.pglite) as unknown as pg.Pool;
+      pgPool = new PglitePgPool(database.pglite, { max: config.worker.concurrency + 2 }).asPgPool();
     } else if (config.database.kind === 'postgres') {
       pgPool = new pg.Pool({ connectionString: config.database.url, max: config.worker.concurrency + 2 });
     } else {
@@ -78,7 +78,9 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     }
     const pool = pgPool;
     cleanups.push(() => pool.end());
-    pool.on('error', (err: Error) => console.error(`job queue connection error: ${err.message}`));
+    const onPoolError = (err: Error) => console.error(`job queue connection error: ${err.message}`);
+    pool.on('error', onPoolError);
+    pool.on('connect', (client: pg.PoolClient) => client.on('error', onPoolError));
 
     const signingKeys = await loadSigningKeys({ privateJwks: config.jwt.privateJwks, dataDir: config.dataDir });
     const mailTransport =

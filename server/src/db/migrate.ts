@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
-import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import type { PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import type { PgliteDatabase } from 'drizzle-orm/pglite';
 import type { Database } from './database.ts';
@@ -13,8 +13,7 @@ const MIGRATION_LOCK_ID = 7_414_201;
 
 /**
  * Applies the committed drizzle migrations; idempotent on both databases. On PostgreSQL
- * several nodes may boot at once, so the run holds a session advisory lock on one
- * reserved connection.
+ * several nodes may boot at once, so each run waits for a session advisory lock.
  */
 export async function applyMigrations(database: Database): Promise<void> {
   if (database.kind === 'pglite') {
@@ -23,11 +22,12 @@ export async function applyMigrations(database: Database): Promise<void> {
   }
   const sql = database.sql;
   if (!sql) throw new Error('postgres database without a client');
+  // The lock lives on its own connection; it serialises nodes, the migration itself uses the pool.
   const reserved = await sql.reserve();
   try {
     await reserved`select pg_advisory_lock(${MIGRATION_LOCK_ID})`;
     try {
-      await migratePostgres(drizzlePostgres({ client: reserved }), { migrationsFolder });
+      await migratePostgres(database.db as unknown as PostgresJsDatabase, { migrationsFolder });
     } finally {
       await reserved`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`;
     }

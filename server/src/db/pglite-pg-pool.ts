@@ -16,11 +16,13 @@
  *   `select graphile_worker.add_job(...)` on that transaction instead.
  * - Transaction control (BEGIN/COMMIT/ROLLBACK) must be sent as a statement of its own, and
  *   LISTEN/UNLISTEN only in queries made of nothing else, because those are the shapes recognised.
+ * - A LISTEN from a client inside its own transaction while another client's LISTEN waits for
+ *   that transaction deadlocks on PGlite's listen mutex; graphile-worker never LISTENs in one.
  */
 import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import pg from 'pg';
-import type { CustomTypesConfig, FieldDef, Notification, Pool, QueryResultRow } from 'pg';
+import type { CustomTypesConfig, FieldDef, Notification, Pool } from 'pg';
 import { TransactionAbortedError } from '@electric-sql/pglite';
 import type { PGlite, QueryOptions, Results, Transaction } from '@electric-sql/pglite';
 
@@ -68,8 +70,11 @@ export interface PgQueryConfig {
   queryMode?: 'extended' | undefined;
 }
 
+/** A row as pg returns it; callers name the columns' types with the query's type argument. */
+export type PgRow = Record<string, unknown>;
+
 /** pg's `QueryResult`, with `oid` typed as pg really sets it (null unless the command is INSERT). */
-export interface PgQueryResult<R = QueryResultRow> {
+export interface PgQueryResult<R = PgRow> {
   command: string;
   rowCount: number | null;
   oid: number | null;
@@ -115,6 +120,8 @@ interface NormalizedQuery {
   extended: boolean;
 }
 
+// Typed for strings, but Buffers from prepareValue pass through too, and PGlite's pg-protocol
+// then sends them as binary parameters, just as pg does.
 const passThroughSerializer = (x: string): string => x;
 const passThroughParser = (x: string): string => x;
 
@@ -289,7 +296,6 @@ export class PglitePgClient extends EventEmitter {
   #open: OpenTransaction | null = null;
   #subscriptions = new Map<string, ListenSubscription>();
   #released = false;
-  #releasePromise: Promise<void> | null = null;
 
   constructor(pool: PglitePgPool, pglite: PGlite, processID: number) {
     super();
@@ -307,14 +313,14 @@ export class PglitePgClient extends EventEmitter {
     return this.#open ? 'T' : 'I';
   }
 
-  query<R = QueryResultRow>(textOrConfig: string | PgQueryConfig, values?: readonly unknown[]): Promise<PgQueryResult<R>>;
-  query<R = QueryResultRow>(textOrConfig: string | PgQueryConfig, callback: PgQueryCallback<R>): void;
-  query<R = QueryResultRow>(
+  query<R = PgRow>(textOrConfig: string | PgQueryConfig, values?: readonly unknown[]): Promise<PgQueryResult<R>>;
+  query<R = PgRow>(textOrConfig: string | PgQueryConfig, callback: PgQueryCallback<R>): void;
+  query<R = PgRow>(
     textOrConfig: string | PgQueryConfig,
     values: readonly unknown[] | undefined,
     callback: PgQueryCallback<R>,
   ): void;
-  query<R = QueryResultRow>(
+  query<R = PgRow>(
     textOrConfig: string | PgQueryConfig,
     valuesOrCallback?: readonly unknown[] | PgQueryCallback<R>,
     maybeCallback?: PgQueryCallback<R>,
@@ -340,14 +346,13 @@ export class PglitePgClient extends EventEmitter {
     }
     this.#released = true;
     const cleanup = this.#queue.then(() => this.#cleanup());
-    this.#releasePromise = cleanup.then(
+    return cleanup.then(
       () => this.#pool._clientReleased(this, undefined),
       (err: unknown) => {
         const error = err instanceof Error ? err : new Error(String(err));
         this.#pool._clientReleased(this, error);
       },
     );
-    return this.#releasePromise;
   }
 
   async #cleanup(): Promise<void> {
@@ -560,8 +565,7 @@ export class PglitePgPool extends EventEmitter {
 
   /** graphile-worker's `RunnerOptions.pgPool` is typed as `pg.Pool`. */
   asPgPool(): Pool {
-    // pg.Pool's declared surface (Submittable queries, a full pg.Client per connection, ...) is far
-    // larger than what graphile-worker calls, all of which this class implements.
+    // pg.Pool's declared surface (Submittable, full pg.Client) exceeds what graphile-worker calls, all implemented here.
     return this as unknown as Pool;
   }
 
@@ -587,14 +591,14 @@ export class PglitePgPool extends EventEmitter {
     return Promise.resolve(client);
   }
 
-  query<R = QueryResultRow>(textOrConfig: string | PgQueryConfig, values?: readonly unknown[]): Promise<PgQueryResult<R>>;
-  query<R = QueryResultRow>(textOrConfig: string | PgQueryConfig, callback: PgQueryCallback<R>): void;
-  query<R = QueryResultRow>(
+  query<R = PgRow>(textOrConfig: string | PgQueryConfig, values?: readonly unknown[]): Promise<PgQueryResult<R>>;
+  query<R = PgRow>(textOrConfig: string | PgQueryConfig, callback: PgQueryCallback<R>): void;
+  query<R = PgRow>(
     textOrConfig: string | PgQueryConfig,
     values: readonly unknown[] | undefined,
     callback: PgQueryCallback<R>,
   ): void;
-  query<R = QueryResultRow>(
+  query<R = PgRow>(
     textOrConfig: string | PgQueryConfig,
     valuesOrCallback?: readonly unknown[] | PgQueryCallback<R>,
     maybeCallback?: PgQueryCallback<R>,

@@ -1,0 +1,166 @@
+/**
+ * The shared database factory: every database-backed suite runs once per backend, PGlite
+ * always and PostgreSQL when TEST_DATABASE_URL is set. Each call of `open()` gets a fresh,
+ * fully migrated database restored from a template (PGlite: a dumped data dir; PostgreSQL:
+ * CREATE DATABASE … TEMPLATE), so tests never share state.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe } from 'node:test';
+import { PGlite } from '@electric-sql/pglite';
+import postgres from 'postgres';
+import { openDatabase, type Database } from '../../server/src/db/database.ts';
+import { applyMigrations, migrationsFolder } from '../../server/src/db/migrate.ts';
+import { PglitePgPool } from '../../server/src/db/pglite-pg-pool.ts';
+import { runMigrations } from 'graphile-worker';
+import type { Pool } from 'pg';
+
+export type BackendName = 'pglite' | 'postgres';
+
+export interface TestDatabase {
+  readonly database: Database;
+  /** For PostgreSQL, the URL of this test's own database (other processes can connect). */
+  readonly url: string | null;
+  drop(): Promise<void>;
+}
+
+export interface TestBackend {
+  readonly name: BackendName;
+  open(): Promise<TestDatabase>;
+}
+
+function migrationsHash(): string {
+  const h = createHash('sha256');
+  for (const f of fs.readdirSync(migrationsFolder, { recursive: true }).map(String).sort()) {
+    const p = path.join(migrationsFolder, f);
+    if (fs.statSync(p).isFile()) h.update(f).update(fs.readFileSync(p));
+  }
+  h.update(JSON.parse(fs.readFileSync(path.resolve('node_modules/graphile-worker/package.json'), 'utf8')).version as string);
+  return h.digest('hex').slice(0, 12);
+}
+
+const cacheDir = path.join(os.tmpdir(), 'fieldchart-test-cache');
+
+async function migrateAll(database: Database, pool: Pool): Promise<void> {
+  await applyMigrations(database);
+  await runMigrations({ pgPool: pool, logger: undefined });
+}
+
+let pgliteTemplate: Promise<Blob> | null = null;
+
+async function pgliteTemplateBlob(): Promise<Blob> {
+  const file = path.join(cacheDir, `pglite-${migrationsHash()}.tar.gz`);
+  if (fs.existsSync(file)) return new Blob([fs.readFileSync(file)]);
+  const database = await openDatabase({ kind: 'pglite', dataDir: 'memory://' });
+  const pglite = database.pglite as PGlite;
+  const pool = new PglitePgPool(pglite);
+  await migrateAll(database, pool.asPgPool());
+  await pool.end();
+  const blob = await pglite.dumpDataDir('gzip');
+  await database.close();
+  fs.mkdirSync(cacheDir, { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, Buffer.from(await blob.arrayBuffer()));
+  fs.renameSync(tmp, file); // atomic: parallel test processes never read half a file
+  return blob;
+}
+
+const pgliteBackend: TestBackend = {
+  name: 'pglite',
+  async open() {
+    pgliteTemplate ??= pgliteTemplateBlob();
+    const database = await openDatabase({ kind: 'pglite', dataDir: 'memory://', loadDataDir: await pgliteTemplate });
+    return { database, url: null, drop: () => database.close() };
+  },
+};
+
+function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+let pgTemplate: Promise<string> | null = null;
+
+async function postgresTemplate(adminUrl: string): Promise<string> {
+  const name = `fc_tpl_${migrationsHash()}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  try {
+    // One process builds the template; the others wait on the lock and find it built.
+    await admin`select pg_advisory_lock(4242001)`;
+    const [exists] = await admin`select 1 from pg_database where datname = ${name}`;
+    if (!exists) {
+      const building = `${name}_build_${process.pid}`;
+      await admin.unsafe(`drop database if exists "${building}"`);
+      await admin.unsafe(`create database "${building}"`);
+      const url = withDatabase(adminUrl, building);
+      const database = await openDatabase({ kind: 'postgres', url, poolSize: 2 });
+      const { default: pg } = await import('pg');
+      const pool = new pg.Pool({ connectionString: url, max: 2 });
+      pool.on('error', () => {});
+      await migrateAll(database, pool);
+      await pool.end();
+      await database.close();
+      await admin.unsafe(`alter database "${building}" rename to "${name}"`);
+    }
+    await admin`select pg_advisory_unlock(4242001)`;
+    return name;
+  } finally {
+    await admin.end();
+  }
+}
+
+function postgresBackend(adminUrl: string): TestBackend {
+  return {
+    name: 'postgres',
+    async open() {
+      pgTemplate ??= postgresTemplate(adminUrl);
+      const template = await pgTemplate;
+      const name = `fc_t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+      const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+      try {
+        for (let attempt = 0; ; attempt++) {
+          try {
+            await admin.unsafe(`create database "${name}" template "${template}"`);
+            break;
+          } catch (err) {
+            // 55006: another process is copying the template at this instant.
+            if ((err as { code?: string }).code !== '55006' || attempt > 50) throw err;
+            await new Promise((r) => setTimeout(r, 50 + Math.random() * 100));
+          }
+        }
+      } finally {
+        await admin.end();
+      }
+      const url = withDatabase(adminUrl, name);
+      const database = await openDatabase({ kind: 'postgres', url, poolSize: 5 });
+      return {
+        database,
+        url,
+        async drop() {
+          await database.close();
+          const a = postgres(adminUrl, { max: 1, onnotice: () => {} });
+          try {
+            await a.unsafe(`drop database if exists "${name}" with (force)`);
+          } finally {
+            await a.end();
+          }
+        },
+      };
+    },
+  };
+}
+
+export const backends: readonly TestBackend[] = [
+  pgliteBackend,
+  ...(process.env.TEST_DATABASE_URL ? [postgresBackend(process.env.TEST_DATABASE_URL)] : []),
+];
+
+/** Declares the suite once per backend: `forEachBackend('accounts', (backend) => { … })`. */
+export function forEachBackend(title: string, fn: (backend: TestBackend) => void): void {
+  for (const backend of backends) {
+    describe(`${title} [${backend.name}]`, () => fn(backend));
+  }
+}
