@@ -3,6 +3,7 @@ import {
   boolean,
   index,
   integer,
+  jsonb,
   pgTable,
   text,
   timestamp,
@@ -34,6 +35,8 @@ export const users = pgTable(
     productId: text('product_id'),
     platform: text('platform'),
     disabledAt: ts('disabled_at'),
+    /** Personal feature overrides; they apply only while the clinician is solo. */
+    featureOverrides: jsonb('feature_overrides').$type<Record<string, boolean>>().notNull().default({}),
     passwordChangedAt: ts('password_changed_at'),
     createdAt: createdAt(),
     updatedAt: ts('updated_at').notNull().defaultNow(),

@@ -1,1 +1,3 @@
+export * from './sync-columns.ts';
 export * from './accounts.ts';
+export * from './organizations.ts';
