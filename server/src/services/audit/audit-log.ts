@@ -1,0 +1,104 @@
+import { and, asc, gte, lt } from 'drizzle-orm';
+import { auditLog } from '@fieldchart/schema/db';
+import type { Db } from '../../db/database.ts';
+import type { Clock } from '../../clock.ts';
+import { AppError } from '../../errors.ts';
+
+/** Who is acting, from where: built once per request (or job) and handed to services. */
+export interface AuditContext {
+  readonly actorUserId: string | null;
+  readonly organizationId: string | null;
+  readonly requestId: string | null;
+}
+
+export type AuditAction = 'read' | 'list' | 'create' | 'update' | 'delete' | 'export' | 'rotate';
+export type AuditOutcome = 'success' | 'not_found' | 'denied' | 'invalid' | 'error';
+
+export interface AuditEntry {
+  readonly action: AuditAction;
+  readonly resourceType: string;
+  readonly resourceId?: string | null;
+  /** Non-PHI context only: counts, field names, route. */
+  readonly details?: Record<string, unknown>;
+}
+
+function outcomeOf(err: unknown): AuditOutcome {
+  if (err instanceof AppError) {
+    if (err.statusCode === 404) return 'not_found';
+    if (err.statusCode === 401 || err.statusCode === 403) return 'denied';
+    if (err.statusCode === 409 || err.statusCode === 422) return 'invalid';
+  }
+  return 'error';
+}
+
+/**
+ * The PHI access trail. `around` records the outcome of an operation whatever it is: a
+ * success inside the operation's own transaction (so it commits with it), a failure after
+ * the rollback (so the denied or not-found attempt is still on record).
+ */
+export function createAuditLog(deps: { db: Db; clock: Clock }) {
+  const { db, clock } = deps;
+
+  async function record(tx: Db, ctx: AuditContext, entry: AuditEntry, outcome: AuditOutcome): Promise<void> {
+    await tx.insert(auditLog).values({
+      at: clock.now(),
+      actorUserId: ctx.actorUserId,
+      organizationId: ctx.organizationId,
+      action: entry.action,
+      resourceType: entry.resourceType,
+      resourceId: entry.resourceId ?? null,
+      outcome,
+      requestId: ctx.requestId,
+      details: entry.details ?? {},
+    });
+  }
+
+  return {
+    record,
+
+    /**
+     * Runs `fn` in a transaction and audits it. `fn` may refine the entry (e.g. set the id
+     * of the record it created) through the `note` callback.
+     */
+    async around<T>(ctx: AuditContext, entry: AuditEntry, fn: (tx: Db, note: (more: Partial<AuditEntry>) => void) => Promise<T>): Promise<T> {
+      let final: AuditEntry = entry;
+      const note = (more: Partial<AuditEntry>) => {
+        final = { ...final, ...more, details: { ...final.details, ...more.details } };
+      };
+      try {
+        return await db.transaction(async (tx) => {
+          const result = await fn(tx, note);
+          await record(tx, ctx, final, 'success');
+          return result;
+        });
+      } catch (err) {
+        await record(db, ctx, final, outcomeOf(err)).catch(() => {});
+        throw err;
+      }
+    },
+
+    /** Entries in [from, to), oldest first, for `fieldchart audit export`. */
+    async export(opts: { from?: Date; to?: Date; limit?: number } = {}) {
+      const rows = await db
+        .select()
+        .from(auditLog)
+        .where(and(opts.from ? gte(auditLog.at, opts.from) : undefined, opts.to ? lt(auditLog.at, opts.to) : undefined))
+        .orderBy(asc(auditLog.id))
+        .limit(opts.limit ?? 100_000);
+      return rows.map((r) => ({
+        id: r.id,
+        at: r.at.toISOString(),
+        actor_user_id: r.actorUserId,
+        organization_id: r.organizationId,
+        action: r.action,
+        resource_type: r.resourceType,
+        resource_id: r.resourceId,
+        outcome: r.outcome,
+        request_id: r.requestId,
+        details: r.details,
+      }));
+    },
+  };
+}
+
+export type AuditLog = ReturnType<typeof createAuditLog>;
