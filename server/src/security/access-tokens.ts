@@ -4,6 +4,8 @@ import { ACCESS_TOKEN_ALG, type SigningKeys } from './signing-keys.ts';
 
 export const TOKEN_PANEL = 'therapist';
 const TYP = 'at+jwt';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const isUuid = (v: unknown): v is string => typeof v === 'string' && UUID.test(v);
 
 export interface AccessClaims {
   readonly userId: string;
@@ -56,7 +58,8 @@ export function createAccessTokens(opts: {
             requiredClaims: ['sub', 'exp', 'iat', 'jti'],
           },
         );
-        if (payload.token_panel !== TOKEN_PANEL || typeof payload.sid !== 'string' || !payload.sub || !payload.exp) {
+        // sub and sid are database ids: anything else cannot be ours (and must not reach a uuid column).
+        if (payload.token_panel !== TOKEN_PANEL || !isUuid(payload.sid) || !isUuid(payload.sub) || !payload.exp) {
           return null;
         }
         return { userId: payload.sub, sessionId: payload.sid, expiresAt: new Date(payload.exp * 1000) };

@@ -46,6 +46,10 @@ export function createThrottle(deps: { clock: Clock }) {
       );
       return state(rowsOf<{ hits: number; started: Date | string }>(rows)[0], windowSeconds, deps.clock.now());
     },
+    /** Gives back one hit counted by `hit` (an attempt that turned out not to count). */
+    async release(db: Db, parts: readonly string[]): Promise<void> {
+      await db.execute(sql`update throttles set hits = greatest(hits - 1, 0) where key = ${keyOf(parts)}`);
+    },
     async clear(db: Db, parts: readonly string[]): Promise<void> {
       await db.execute(sql`delete from throttles where key = ${keyOf(parts)}`);
     },

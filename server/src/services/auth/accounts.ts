@@ -7,7 +7,7 @@ import type { Config } from '../../config.ts';
 import { Invalid, NotFound, TooMany, Unauthorized } from '../../errors.ts';
 import type { IdTokenVerifier, SocialProvider } from '../../security/id-token-verifier.ts';
 import { burnVerification, hashSecret, verifySecret } from '../../security/passwords.ts';
-import type { Throttle } from '../throttle.ts';
+import type { Throttle, ThrottleState } from '../throttle.ts';
 import { findUserByEmail, findUserById, loginDataOf, profileOf, type UserRow } from '../users/user-profile.ts';
 import type { Principal, Sessions, TokenPair } from './sessions.ts';
 import type { MailOutbox } from '../mail/mail-outbox.ts';
@@ -100,25 +100,32 @@ export function createAccounts(deps: {
     async signIn(input: { email: string; password: string }, clientAddress: string): Promise<SignInResult> {
       const email = input.email.trim().toLowerCase();
       const window = limits.signinFailureWindowSeconds;
-      const [perAccount, perAddress] = await Promise.all([
-        throttle.peek(db, ['signin-fail-account', email], window),
-        throttle.peek(db, ['signin-fail-address', clientAddress], window),
+      const accountKey = ['signin-fail-account', email];
+      const addressKey = ['signin-fail-address', clientAddress];
+      // `uncounted` is 1 while this attempt is not yet in the counts.
+      const refuseIfOver = (perAccount: ThrottleState, perAddress: ThrottleState, uncounted: 0 | 1) => {
+        if (perAccount.hits + uncounted > limits.signinFailuresPerAccount) {
+          throw new TooMany('Too many failed sign-in attempts; try again later', perAccount.retryAfterSeconds, 'too_many_attempts');
+        }
+        if (perAddress.hits + uncounted > limits.signinFailuresPerAddress) {
+          throw new TooMany('Too many failed sign-in attempts from this network; try again later', perAddress.retryAfterSeconds, 'too_many_attempts');
+        }
+      };
+      // Cheap refusal while locked, without counting the refused attempt.
+      const [seenAccount, seenAddress] = await Promise.all([
+        throttle.peek(db, accountKey, window),
+        throttle.peek(db, addressKey, window),
       ]);
-      if (perAccount.hits >= limits.signinFailuresPerAccount) {
-        throw new TooMany('Too many failed sign-in attempts; try again later', perAccount.retryAfterSeconds, 'too_many_attempts');
-      }
-      if (perAddress.hits >= limits.signinFailuresPerAddress) {
-        throw new TooMany('Too many failed sign-in attempts from this network; try again later', perAddress.retryAfterSeconds, 'too_many_attempts');
-      }
+      refuseIfOver(seenAccount, seenAddress, 1);
+      // Count the attempt as a failure before checking the password, so parallel guesses cannot
+      // all pass under the limit (the check takes ~50 ms); a right password gives it back below.
+      refuseIfOver(await throttle.hit(db, accountKey, window), await throttle.hit(db, addressKey, window), 0);
       const u = await findUserByEmail(db, email);
       const ok = u?.passwordHash ? await verifySecret(u.passwordHash, input.password) : (await burnVerification(input.password), false);
-      if (!u || !ok) {
-        await throttle.hit(db, ['signin-fail-account', email], window);
-        await throttle.hit(db, ['signin-fail-address', clientAddress], window);
-        throw new Unauthorized('Invalid email or password', 'invalid_credentials');
-      }
+      if (!u || !ok) throw new Unauthorized('Invalid email or password', 'invalid_credentials');
+      await throttle.clear(db, accountKey);
+      await throttle.release(db, addressKey);
       if (u.disabledAt) throw new Unauthorized('This account is disabled', 'account_disabled');
-      await throttle.clear(db, ['signin-fail-account', email]);
       const pair = await db.transaction((tx) => sessions.open(tx, u.id, 'password'));
       return signInResult(u, pair);
     },

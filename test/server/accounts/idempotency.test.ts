@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { forEachBackend } from '../../helpers/backends.ts';
+import { manualClock } from '../../helpers/clock.ts';
+import { newAccount, registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
+import {
+  assertError,
+  assertOk,
+  assertTokenRefused,
+  assertTokenWorks,
+  countRows,
+  errorFields,
+  mailMark,
+  refresh,
+  resetCode,
+  signIn,
+  usersWithEmail,
+} from './support.ts';
+
+forEachBackend('accounts: idempotent retries', (backend) => {
+  const clock = manualClock();
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer(backend, { clock });
+  });
+  after(() => server?.close());
+
+  const post = (path: string, key: string, body?: unknown, token?: string) =>
+    server.api('POST', path, { headers: { 'idempotency-key': key }, ...(body !== undefined ? { body } : {}), ...(token ? { token } : {}) });
+
+  test('/register repeated with the same key and body: one account, the first response replayed', async () => {
+    const key = randomUUID();
+    const account = newAccount();
+    const first = await post('/register', key, account);
+    assertOk(first);
+    assert.equal(first.headers.get('idempotent-replayed'), null);
+    const second = await post('/register', key, account);
+    assertOk(second);
+    assert.equal(second.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(second.body, first.body);
+    assert.equal(second.body.data.user.uuid, first.body.data.user.uuid);
+    assert.equal(await usersWithEmail(server, account.email), 1);
+    assert.equal(await countRows(server, sql`select count(*)::int as n from sessions where user_id = ${first.body.data.user.uuid}::uuid`), 1);
+    await assertTokenWorks(server, second.body.data.token, first.body.data.user.uuid);
+  });
+
+  test('the same key with another body is a 422 idempotency_key_reused, and does nothing', async () => {
+    const key = randomUUID();
+    const a = newAccount();
+    const b = newAccount();
+    assertOk(await post('/register', key, a));
+    const reused = await post('/register', key, b);
+    assertError(reused, 422, 'idempotency_key_reused');
+    assert.deepEqual(errorFields(reused), ['Idempotency-Key']);
+    assert.equal(await usersWithEmail(server, b.email), 0);
+  });
+
+  test('an error response is replayed too', async () => {
+    const u = await registerUser(server);
+    const key = randomUUID();
+    const dup = newAccount({ email: u.email });
+    const first = await post('/register', key, dup);
+    assertError(first, 422, 'email_taken');
+    const second = await post('/register', key, dup);
+    assertError(second, 422, 'email_taken');
+    assert.equal(second.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(second.body, first.body);
+  });
+
+  test('/forgot-password/send-otp replayed sends one mail and answers the same flow token', async () => {
+    const u = await registerUser(server);
+    const key = randomUUID();
+    const mark = mailMark(server);
+    const first = await post('/forgot-password/send-otp', key, { email: u.email });
+    assertOk(first);
+    const second = await post('/forgot-password/send-otp', key, { email: u.email });
+    assertOk(second);
+    assert.equal(second.headers.get('idempotent-replayed'), 'true');
+    assert.equal(second.body.data.token, first.body.data.token);
+    assert.equal(await countRows(server, sql`select count(*)::int as n from mail_outbox where to_address = ${u.email}`), 1);
+    assert.equal(await countRows(server, sql`select count(*)::int as n from password_resets where user_id = ${u.uuid}::uuid`), 1);
+    const code = await resetCode(server, u.email, mark);
+    assertOk(await server.api('POST', '/forgot-password/verify-otp', { body: { token: second.body.data.token, otp: code } }));
+  });
+
+  test('a retried /token/refresh gets the same pair and does not trip reuse detection', async () => {
+    const u = await registerUser(server);
+    const key = randomUUID();
+    const first = await post('/token/refresh', key, { refresh_token: u.refreshToken });
+    assertOk(first);
+    const retry = await post('/token/refresh', key, { refresh_token: u.refreshToken });
+    assertOk(retry);
+    assert.equal(retry.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(retry.body, first.body);
+    await assertTokenWorks(server, first.body.data.token, u.uuid);
+    assertOk(await refresh(server, first.body.data.refresh_token));
+  });
+
+  test('keys are scoped per user on authenticated routes', async () => {
+    const a = await registerUser(server);
+    const b = await registerUser(server);
+    const key = randomUUID();
+    assertOk(await post('/logout', key, undefined, a.token));
+    // The same key and the same (empty) body from another user is that user's own request.
+    const fromB = await post('/logout', key, undefined, b.token);
+    assertOk(fromB);
+    assert.equal(fromB.headers.get('idempotent-replayed'), null);
+    await assertTokenRefused(server, a.token);
+    await assertTokenRefused(server, b.token);
+
+    const c = await registerUser(server, { email: a.email.replace('@', '+c@') });
+    const change = { current_password: c.password, new_password: 'Fresh-password-123', new_password_confirmation: 'Fresh-password-123' };
+    const first = await post('/change-password', key, change, c.token);
+    assertOk(first);
+    assert.equal(first.headers.get('idempotent-replayed'), null);
+    const again = await post('/change-password', key, change, c.token);
+    assertOk(again);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assertOk(await signIn(server, c.email, 'Fresh-password-123'));
+  });
+
+  test('anonymous keys are scoped per route', async () => {
+    const u = await registerUser(server);
+    const key = randomUUID();
+    assertOk(await post('/sign-in', key, { email: u.email, password: u.password }));
+    const other = newAccount();
+    const reg = await post('/register', key, other);
+    assertOk(reg);
+    assert.equal(reg.headers.get('idempotent-replayed'), null);
+    assert.equal(await usersWithEmail(server, other.email), 1);
+  });
+
+  test('concurrent requests with one key create one account', async () => {
+    const key = randomUUID();
+    const account = newAccount();
+    const results = await Promise.all([post('/register', key, account), post('/register', key, account), post('/register', key, account)]);
+    const ok = results.filter((r) => r.status === 200);
+    assert.ok(ok.length >= 1, JSON.stringify(results.map((r) => r.body)));
+    for (const r of results) if (r.status !== 200) assertError(r, 409, 'idempotency_in_progress');
+    for (const r of ok) assert.equal(r.body.data.user.uuid, ok[0]?.body.data.user.uuid);
+    assert.equal(await usersWithEmail(server, account.email), 1);
+  });
+
+  test('a malformed key is a 422', async () => {
+    for (const key of ['x'.repeat(256), 'has space', 'tab\tkey']) {
+      const res = await post('/register', key, newAccount());
+      assertError(res, 422, 'invalid_idempotency_key');
+      assert.deepEqual(errorFields(res), ['Idempotency-Key']);
+    }
+  });
+
+  test('after IDEMPOTENCY_TTL_SECONDS a key is new again', async () => {
+    const key = randomUUID();
+    const account = newAccount();
+    assertOk(await post('/register', key, account));
+    clock.advance(24 * 3600 + 1);
+    const later = await post('/register', key, account);
+    assertError(later, 422, 'email_taken');
+    assert.equal(later.headers.get('idempotent-replayed'), null);
+  });
+});
