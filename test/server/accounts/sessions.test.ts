@@ -94,6 +94,21 @@ forEachBackend('accounts: sessions', (backend) => {
       await assertTokenWorks(server, res.body.data.token, u.uuid);
     });
 
+    test('a session in use slides past the refresh lifetime and survives the hourly cleanup', async () => {
+      const u = await registerUser(server);
+      let refreshToken = u.refreshToken;
+      for (let i = 0; i < 3; i++) {
+        clock.advance(20 * 86_400); // 60 days in all: twice the 30-day refresh lifetime
+        const r = await refresh(server, refreshToken);
+        assertOk(r);
+        refreshToken = r.body.data.refresh_token;
+      }
+      await server.runtime.services.maintenance.purgeExpired();
+      const last = await refresh(server, refreshToken);
+      assertOk(last);
+      await assertTokenWorks(server, last.body.data.token, u.uuid);
+    });
+
     test('an expired refresh token is refused', async () => {
       const u = await registerUser(server);
       clock.advance(30 * 86_400 + 1);

@@ -94,8 +94,14 @@ export function createPasswordReset(deps: {
 
     async reset(resetToken: string, password: string): Promise<void> {
       const now = clock.now();
-      const [flow] = await db.select().from(passwordResets).where(eq(passwordResets.resetTokenHash, sha256(resetToken)));
-      if (!flow || flow.consumedAt || !flow.resetExpiresAt || flow.resetExpiresAt <= now) {
+      const [found] = await db
+        .select({ flow: passwordResets, disabledAt: users.disabledAt })
+        .from(passwordResets)
+        .innerJoin(users, eq(users.id, passwordResets.userId))
+        .where(eq(passwordResets.resetTokenHash, sha256(resetToken)));
+      const flow = found?.flow;
+      // A disabled account cannot be taken back through a reset started before it was disabled.
+      if (!flow || found.disabledAt || flow.consumedAt || !flow.resetExpiresAt || flow.resetExpiresAt <= now) {
         throw new Unauthorized('Invalid or expired reset token', 'invalid_reset_token');
       }
       const passwordHash = await hashSecret(password);

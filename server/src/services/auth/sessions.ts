@@ -97,7 +97,11 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
         if (row.expiresAt <= now) throw new Unauthorized('Refresh token expired', 'invalid_refresh_token');
         if (row.disabledAt) throw new Unauthorized('This account is disabled', 'account_disabled');
         await tx.update(refreshTokens).set({ retiredAt: now }).where(eq(refreshTokens.id, row.id));
-        await tx.update(sessions).set({ lastRefreshedAt: now }).where(eq(sessions.id, row.sessionId));
+        // A session lives as long as it is used: each refresh slides its end with the new token's.
+        await tx
+          .update(sessions)
+          .set({ lastRefreshedAt: now, expiresAt: addSeconds(now, deps.refreshTtlSeconds) })
+          .where(eq(sessions.id, row.sessionId));
         const refresh = await mintRefresh(tx, row.sessionId, now);
         const access = await accessTokens.issue(row.userId, row.sessionId, now);
         return { token: access.token, refresh_token: refresh, expires_in: access.expiresIn };
