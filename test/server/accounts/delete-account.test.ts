@@ -33,6 +33,7 @@ async function footprint(server: TestServer, userId: string, email: string, sess
     user_identities: await countRows(server, sql`select count(*)::int as n from user_identities where user_id = ${userId}::uuid`),
     password_resets: await countRows(server, sql`select count(*)::int as n from password_resets where user_id = ${userId}::uuid`),
     mail_outbox: await countRows(server, sql`select count(*)::int as n from mail_outbox where to_address = ${email}`),
+    idempotency_keys: await countRows(server, sql`select count(*)::int as n from idempotency_keys where scope = ${`user:${userId}`}`),
   };
 }
 
@@ -75,11 +76,15 @@ forEachBackend('accounts: delete account', (backend) => {
     const mark = mailMark(server);
     assertOk(await server.api('POST', '/forgot-password/send-otp', { body: { email: u.email } }));
     await resetCode(server, u.email, mark);
+    // A stored idempotent response of this user (it holds their profile).
+    assertOk(
+      await server.api('PUT', '/update-basic-info', { token: u.token, body: { phone: '555-0100' }, headers: { 'idempotency-key': 'delete-me' } }),
+    );
     const sessionIds = await sessionIdsOf(server, u.uuid);
 
     const before = await footprint(server, u.uuid, u.email, sessionIds);
     assert.equal(before.users, 1);
-    assert.ok(before.sessions >= 2 && before.refresh_tokens >= 3 && before.password_resets >= 1 && before.mail_outbox >= 1, JSON.stringify(before));
+    assert.ok(before.sessions >= 2 && before.refresh_tokens >= 3 && before.password_resets >= 1 && before.mail_outbox >= 1 && before.idempotency_keys === 1, JSON.stringify(before));
 
     const res = await deleteAccount(u.token, { password: u.password });
     assertOk(res);
@@ -92,6 +97,7 @@ forEachBackend('accounts: delete account', (backend) => {
       user_identities: 0,
       password_resets: 0,
       mail_outbox: 0,
+      idempotency_keys: 0,
     });
     await assertTokenRefused(server, u.token);
     await assertTokenRefused(server, second.token);
@@ -133,6 +139,7 @@ forEachBackend('accounts: delete account', (backend) => {
       user_identities: 0,
       password_resets: 0,
       mail_outbox: 0,
+      idempotency_keys: 0,
     });
     await assertTokenRefused(server, token);
     const signInAgain = await server.api('POST', '/sign-in/social', {

@@ -1,5 +1,5 @@
 import { eq, sql } from 'drizzle-orm';
-import { mailOutbox, userIdentities, users } from '@fieldchart/schema/db';
+import { idempotencyKeys, mailOutbox, userIdentities, users } from '@fieldchart/schema/db';
 import type { UserProfile } from '@fieldchart/schema/api';
 import { isUniqueViolation, type Db } from '../../db/database.ts';
 import { addSeconds, type Clock } from '../../clock.ts';
@@ -231,6 +231,8 @@ export function createAccounts(deps: {
       }
       await db.transaction(async (tx) => {
         await tx.delete(mailOutbox).where(eq(mailOutbox.toAddress, u.email));
+        // Stored idempotent responses of this user hold their data.
+        await tx.delete(idempotencyKeys).where(eq(idempotencyKeys.scope, `user:${u.id}`));
         await tx.delete(users).where(eq(users.id, u.id));
       });
     },
