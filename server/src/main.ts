@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { ConfigError, loadConfig } from './config.ts';
 import { DataDirBusy } from './db/data-dir-lock.ts';
 import { startRuntime } from './runtime.ts';
@@ -48,6 +50,19 @@ export async function serve(env: Record<string, string | undefined> = process.en
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+/** Run as the entry point? Compared as resolved URLs: a checkout path with a space is
+ * percent-encoded in import.meta.url and a symlinked one resolved, so a plain
+ * `file://${argv[1]}` would not match and the server would silently exit 0. */
+function isEntryPoint(): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return import.meta.url === pathToFileURL(fs.realpathSync(entry)).href;
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
   await serve();
 }

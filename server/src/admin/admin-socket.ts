@@ -24,7 +24,7 @@ export async function startAdminSocket(socketPath: string, ctx: OperationContext
         let reply: AdminReply;
         let status = 200;
         try {
-          const match = /^\/ops\/([a-z.]+)$/.exec(req.url ?? '');
+          const match = /^\/ops\/([a-z.-]+)$/.exec(req.url ?? '');
           if (req.method !== 'POST' || !match?.[1]) throw new Error('POST /ops/<name> expected');
           const args: unknown = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {};
           reply = { ok: true, result: await runOperation(ctx, match[1], args) };

@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
@@ -37,15 +38,88 @@ function alive(pid: number): boolean {
   }
 }
 
-/** The live holder of the lock, or null when it is free or its holder died. */
-export async function readLock(dataDir: string): Promise<LockInfo | null> {
-  let info: LockInfo;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The lock file's text, or null when there is none. */
+async function readRaw(file: string): Promise<string | null> {
   try {
-    info = JSON.parse(await fs.readFile(lockFileOf(dataDir), 'utf8')) as LockInfo;
+    return await fs.readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+function parse(raw: string): LockInfo | null {
+  try {
+    const info = JSON.parse(raw) as LockInfo;
+    return typeof info.pid === 'number' ? info : null;
   } catch {
     return null;
   }
-  return typeof info.pid === 'number' && alive(info.pid) ? info : null;
+}
+
+/** The live holder of the lock, or null when it is free or its holder died. */
+export async function readLock(dataDir: string): Promise<LockInfo | null> {
+  const raw = await readRaw(lockFileOf(dataDir)).catch(() => null);
+  const info = raw === null ? null : parse(raw);
+  return info && alive(info.pid) ? info : null;
+}
+
+/**
+ * Creates the lock file with its whole content, or answers false when it exists. The content
+ * is written to a private file first and hard-linked into place (atomic, and fails when the
+ * name exists), so nobody ever reads a lock file that is still empty and takes it for stale.
+ */
+async function createExclusive(file: string, content: string): Promise<boolean> {
+  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  await fs.writeFile(tmp, content, { mode: 0o600 });
+  try {
+    await fs.link(tmp, file);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'ENOSYS') throw err;
+  } finally {
+    await fs.rm(tmp, { force: true });
+  }
+  // No hard links on this file system: an exclusive create, then the content.
+  try {
+    await fs.writeFile(file, content, { flag: 'wx', mode: 0o600 });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+}
+
+/**
+ * Removes a stale lock (its holder died) without ever removing a live one. Several processes
+ * may find the same stale lock at once; a plain "read, see it is stale, delete" lets a slow one
+ * delete the fresh lock a faster one has just written, and both go on to open the database.
+ * So the removal is reserved: only the process that creates the takeover token named after
+ * this exact stale content may delete it, and it deletes only while the file still holds that
+ * content (which nobody else can remove or replace meanwhile).
+ */
+async function removeStale(file: string, raw: string): Promise<void> {
+  const token = `${file}.takeover-${createHash('sha256').update(raw).digest('hex').slice(0, 16)}`;
+  try {
+    await fs.writeFile(token, String(process.pid), { flag: 'wx', mode: 0o600 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    // Another process is taking over this stale lock. The step takes milliseconds; a token
+    // older than that belongs to a process that died in it, and is cleared.
+    const stat = await fs.stat(token).catch(() => null);
+    if (stat && Date.now() - stat.mtimeMs > 10_000) await fs.rm(token, { force: true });
+    await sleep(10);
+    return;
+  }
+  try {
+    if ((await readRaw(file)) === raw) await fs.rm(file, { force: true });
+  } finally {
+    await fs.rm(token, { force: true });
+  }
 }
 
 export async function acquireLock(
@@ -58,9 +132,7 @@ export async function acquireLock(
   const mine: LockInfo = { ...info, pid: process.pid, startedAt: new Date().toISOString() };
   const deadline = Date.now() + (opts.waitMs ?? 0);
   for (;;) {
-    try {
-      // 'wx' is the atomic step: exactly one process creates the file.
-      await fs.writeFile(file, JSON.stringify(mine), { flag: 'wx', mode: 0o600 });
+    if (await createExclusive(file, JSON.stringify(mine))) {
       return {
         file,
         async release() {
@@ -68,18 +140,18 @@ export async function acquireLock(
           if (current?.pid === process.pid) await fs.rm(file, { force: true });
         },
       };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
-    const holder = await readLock(dataDir);
-    if (!holder) {
-      // Stale: its holder died (kill -9, power loss). Remove and race for it again.
-      await fs.rm(file, { force: true });
+    const raw = await readRaw(file);
+    if (raw === null) continue; // released in between: race for it again
+    const holder = parse(raw);
+    if (!holder || !alive(holder.pid)) {
+      // Stale: its holder died (kill -9, power loss). Remove it and race for it again.
+      await removeStale(file, raw);
       continue;
     }
     if (holder.pid === process.pid) throw new DataDirBusy(holder);
     // A CLI command holds the directory briefly; wait for it. A server is not waited for.
     if (holder.owner === 'server' || Date.now() >= deadline) throw new DataDirBusy(holder);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 }

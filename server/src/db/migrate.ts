@@ -4,7 +4,8 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import type { PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import type { PgliteDatabase } from 'drizzle-orm/pglite';
-import type { Database } from './database.ts';
+import { sql as q } from 'drizzle-orm';
+import { rowsOf, type Database } from './database.ts';
 
 export const migrationsFolder = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
 
@@ -34,4 +35,22 @@ export async function applyMigrations(database: Database): Promise<void> {
   } finally {
     reserved.release();
   }
+}
+
+export interface MigrationStatus {
+  /** drizzle migrations applied (server/migrations). */
+  readonly applied: number;
+  /** graphile-worker migrations applied (its own schema). */
+  readonly job_queue: number;
+}
+
+/** How far the database is migrated; tables that do not exist yet count as nothing applied. */
+export async function migrationStatus(database: Database): Promise<MigrationStatus> {
+  const count = async (table: string): Promise<number> => {
+    const present = rowsOf<{ present: boolean }>(await database.db.execute(q`select to_regclass(${table}) is not null as present`));
+    if (!present[0]?.present) return 0;
+    const rows = rowsOf<{ n: number }>(await database.db.execute(q`select count(*)::int as n from ${q.raw(table)}`));
+    return Number(rows[0]?.n ?? 0);
+  };
+  return { applied: await count('drizzle.__drizzle_migrations'), job_queue: await count('graphile_worker.migrations') };
 }

@@ -1,0 +1,37 @@
+import { systemClock, type Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/database.ts';
+import { createMailTransport, type MailTransport } from '../mail/transport.ts';
+import { createIdTokenVerifier, type IdTokenVerifier } from '../security/id-token-verifier.ts';
+import { createPhiCrypto } from '../security/phi-crypto.ts';
+import { loadPhiKeyFile } from '../security/phi-keyring.ts';
+import { loadSigningKeys } from '../security/signing-keys.ts';
+import { createServices, type Services } from './index.ts';
+
+export interface BuildServicesOptions {
+  readonly clock?: Clock | undefined;
+  readonly idTokens?: IdTokenVerifier | undefined;
+  readonly mailTransport?: MailTransport | undefined;
+}
+
+export interface BuiltServices {
+  readonly services: Services;
+  /** Releases what the services hold besides the database (the mail transport). */
+  close(): void;
+}
+
+/**
+ * Wires the services from config the same way for every process that runs them: the server
+ * (runtime.ts) and the CLI when it works on the database itself. Signing keys come from
+ * JWT_PRIVATE_JWKS or the data dir, the PHI key ring from PHI_KEYS or the data dir, mail goes to SMTP_URL or the data dir's .eml sink.
+ */
+export async function buildServices(config: Config, db: Db, opts: BuildServicesOptions = {}): Promise<BuiltServices> {
+  const signingKeys = await loadSigningKeys({ privateJwks: config.jwt.privateJwks, dataDir: config.dataDir });
+  const mailTransport =
+    opts.mailTransport ?? createMailTransport({ smtpUrl: config.mail.smtpUrl, from: config.mail.from, dataDir: config.dataDir });
+  const idTokens =
+    opts.idTokens ?? createIdTokenVerifier({ providers: { google: config.social.google, apple: config.social.apple } });
+  const phi = createPhiCrypto(await loadPhiKeyFile({ phiKeys: config.phiKeys, dataDir: config.dataDir }));
+  const services = createServices({ config, db, clock: opts.clock ?? systemClock, signingKeys, idTokens, mailTransport, phi });
+  return { services, close: () => mailTransport.close() };
+}
