@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Trimmed, non-empty, bounded: what every free-text name field accepts. */
 export const name = (max = 100) => z.string().trim().min(1, 'is required').max(max);

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** `{"status": true, "data": …}` — the contract's success body. */
 export function envelope<T extends z.ZodType>(data: T) {
