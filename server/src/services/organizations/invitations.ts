@@ -1,0 +1,192 @@
+import { and, eq, gt, lte } from 'drizzle-orm';
+import { invitations, organizationMembers, organizations, users } from '@fieldchart/schema/db';
+import type { InvitationRecord } from '@fieldchart/schema/api';
+import { isUniqueViolation, type Db } from '../../db/database.ts';
+import { addSeconds, type Clock } from '../../clock.ts';
+import type { Config } from '../../config.ts';
+import { Conflict, Invalid, NotFound } from '../../errors.ts';
+import { organizationInvitation } from '../../mail/templates.ts';
+import { newOpaqueToken, sha256 } from '../../security/random-tokens.ts';
+import type { Principal } from '../auth/sessions.ts';
+import type { MailOutbox } from '../mail/mail-outbox.ts';
+import { findUserById } from '../users/user-profile.ts';
+import { alreadyInOrganization, type Membership } from './membership.ts';
+import { selectInvitations } from './records.ts';
+import { requireAdmin, seatOf, type MemberRole } from './seats.ts';
+
+/** How long an invitation (and its emailed link) stays open. */
+export const INVITATION_TTL_DAYS = 7;
+
+const openInvitationExists = () =>
+  Invalid.field('email', 'An open invitation to this email already exists', 'invitation_exists');
+const notFound = () => new NotFound('Invitation not found', 'invitation_not_found');
+
+export interface NewInvitation {
+  email: string;
+  role: MemberRole;
+  first_name?: string | undefined;
+  last_name?: string | undefined;
+}
+
+/**
+ * Invitations an admin sends to an email. At most one pending per (organization, email) — a
+ * partial unique index says so. The token mailed in {APP_URL}/invite/{token} has 256 random
+ * bits and only its SHA-256 is stored; it works once (the sign-up flow consumes it). A pending
+ * invitation past expires_at reads as `expired` and is stored so when it stands in the way of
+ * a new one.
+ */
+export function createInvitations(deps: { db: Db; clock: Clock; config: Config; mail: MailOutbox; membership: Membership }) {
+  const { db, clock } = deps;
+
+  /** An invitation addressed to the caller that is still open; anything else is 404. */
+  async function openInvitationFor(tx: Db, principal: Principal, invitationId: string) {
+    const user = await findUserById(tx, principal.userId);
+    if (!user) throw notFound();
+    const [row] = await tx
+      .select()
+      .from(invitations)
+      .where(and(eq(invitations.id, invitationId), eq(invitations.email, user.email)))
+      .for('update');
+    if (!row) throw notFound();
+    if (row.status !== 'pending' || row.expiresAt <= clock.now()) {
+      throw new NotFound('This invitation is no longer open', 'invitation_not_open');
+    }
+    return { row, user };
+  }
+
+  return {
+    /**
+     * POST /my-organization/invitations (admin). 422 when the email belongs to a member of
+     * any organization (this one included) or an open invitation to it exists.
+     */
+    async invite(principal: Principal, input: NewInvitation): Promise<void> {
+      const seat = await requireAdmin(db, principal);
+      const now = clock.now();
+      const token = newOpaqueToken();
+      await db.transaction(async (tx) => {
+        const [existing] = await tx
+          .select({ id: users.id, firstName: users.firstName, organizationId: organizationMembers.organizationId })
+          .from(users)
+          .leftJoin(organizationMembers, eq(organizationMembers.userId, users.id))
+          .where(eq(users.email, input.email));
+        if (existing?.organizationId) {
+          const message =
+            existing.organizationId === seat.organizationId
+              ? 'This email belongs to a member of your organization already'
+              : 'This email belongs to a member of another organization';
+          throw Invalid.field('email', message, 'email_in_organization');
+        }
+        // An expired pending invitation no longer blocks a new one.
+        await tx
+          .update(invitations)
+          .set({ status: 'expired' })
+          .where(
+            and(
+              eq(invitations.organizationId, seat.organizationId),
+              eq(invitations.email, input.email),
+              eq(invitations.status, 'pending'),
+              lte(invitations.expiresAt, now),
+            ),
+          );
+        try {
+          await tx.insert(invitations).values({
+            organizationId: seat.organizationId,
+            email: input.email,
+            role: input.role,
+            firstName: input.first_name ?? null,
+            lastName: input.last_name ?? null,
+            status: 'pending',
+            tokenHash: sha256(token),
+            expiresAt: addSeconds(now, INVITATION_TTL_DAYS * 86_400),
+            invitedBy: principal.userId,
+            createdAt: now,
+          });
+        } catch (err) {
+          if (isUniqueViolation(err)) throw openInvitationExists();
+          throw err;
+        }
+        const [context] = await tx
+          .select({ organizationName: organizations.name, inviterFirst: users.firstName, inviterLast: users.lastName })
+          .from(organizations)
+          .leftJoin(users, eq(users.id, principal.userId))
+          .where(eq(organizations.id, seat.organizationId));
+        await deps.mail.enqueue(
+          tx,
+          input.email,
+          organizationInvitation({
+            firstName: input.first_name ?? existing?.firstName ?? null,
+            organizationName: context?.organizationName ?? 'an organization',
+            inviterName: context?.inviterFirst ? `${context.inviterFirst} ${context.inviterLast ?? ''}`.trim() : null,
+            role: input.role,
+            // An account exists: the invitation shows in the app, no sign-up link.
+            link: existing ? null : `${deps.config.appUrl.replace(/\/$/, '')}/invite/${token}`,
+            validDays: INVITATION_TTL_DAYS,
+          }),
+        );
+      });
+    },
+
+    /** GET /my-organization/invitations (admin): everything the organization sent, newest first. */
+    async listSent(principal: Principal): Promise<InvitationRecord[]> {
+      const seat = await requireAdmin(db, principal);
+      return selectInvitations(db, eq(invitations.organizationId, seat.organizationId), clock.now());
+    },
+
+    /** DELETE /my-organization/invitations/{uuid} (admin). Revoking twice is harmless; a closed one is 409. */
+    async revoke(principal: Principal, invitationId: string): Promise<void> {
+      const seat = await requireAdmin(db, principal);
+      await db.transaction(async (tx) => {
+        const [row] = await tx
+          .select()
+          .from(invitations)
+          .where(and(eq(invitations.id, invitationId), eq(invitations.organizationId, seat.organizationId)))
+          .for('update');
+        if (!row) throw notFound();
+        if (row.status === 'revoked') return;
+        if (row.status !== 'pending' || row.expiresAt <= clock.now()) {
+          throw new Conflict(`This invitation is already ${row.status === 'pending' ? 'expired' : row.status}`, 'invitation_not_pending');
+        }
+        await tx.update(invitations).set({ status: 'revoked', respondedAt: clock.now() }).where(eq(invitations.id, row.id));
+      });
+    },
+
+    /** GET /my-invitations: open invitations addressed to the caller's email. */
+    async listMine(principal: Principal): Promise<InvitationRecord[]> {
+      const user = await findUserById(db, principal.userId);
+      if (!user) return [];
+      return selectInvitations(
+        db,
+        and(eq(invitations.email, user.email), eq(invitations.status, 'pending'), gt(invitations.expiresAt, clock.now())),
+        clock.now(),
+      );
+    },
+
+    /**
+     * POST /my-invitations/{uuid}/accept: seats the caller with the invited role in one
+     * transaction, through the same seatUser as a join-request approval.
+     */
+    async accept(principal: Principal, invitationId: string): Promise<string> {
+      return db.transaction(async (tx) => {
+        const { row } = await openInvitationFor(tx, principal, invitationId);
+        if (await seatOf(tx, principal.userId)) throw alreadyInOrganization();
+        await tx
+          .update(invitations)
+          .set({ status: 'accepted', acceptedUserId: principal.userId, respondedAt: clock.now() })
+          .where(eq(invitations.id, row.id));
+        await deps.membership.seatUser(tx, row.organizationId, principal.userId, row.role as MemberRole);
+        const [org] = await tx.select({ name: organizations.name }).from(organizations).where(eq(organizations.id, row.organizationId));
+        return org?.name ?? '';
+      });
+    },
+
+    /** POST /my-invitations/{uuid}/decline. */
+    async decline(principal: Principal, invitationId: string): Promise<void> {
+      await db.transaction(async (tx) => {
+        const { row } = await openInvitationFor(tx, principal, invitationId);
+        await tx.update(invitations).set({ status: 'declined', respondedAt: clock.now() }).where(eq(invitations.id, row.id));
+      });
+    },
+  };
+}
+
+export type Invitations = ReturnType<typeof createInvitations>;
