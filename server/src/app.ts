@@ -16,7 +16,10 @@ import { installErrorHandling } from './http/error-handler.ts';
 import { idempotency } from './http/idempotency.ts';
 import { accountRoutes } from './routes/account.ts';
 import { authRoutes } from './routes/auth.ts';
+import { claimRoutes } from './routes/claims.ts';
 import { healthRoutes, type HealthProbe } from './routes/health.ts';
+import { invitationRoutes } from './routes/invitations.ts';
+import { organizationRoutes } from './routes/organizations.ts';
 import type { Services } from './services/index.ts';
 
 export const API_PREFIX = '/api/therapist/v1';
@@ -39,6 +42,27 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
   };
+}
+
+/**
+ * The zod provider emits every registered schema twice (`X` for responses, `XInput` for
+ * requests); only the variants some operation uses stay, so generated clients see one type
+ * per schema.
+ */
+function withoutUnusedSchemas<T>(document: T): T {
+  const doc = document as { paths?: unknown; components?: { schemas?: Record<string, unknown> } };
+  const schemas = doc.components?.schemas ?? {};
+  const refsIn = (value: unknown): string[] =>
+    [...JSON.stringify(value).matchAll(/"#\/components\/schemas\/([^"]+)"/g)].map((m) => decodeURIComponent(m[1] ?? ''));
+  const used = new Set<string>();
+  const pending = refsIn(doc.paths ?? {});
+  for (let name = pending.pop(); name !== undefined; name = pending.pop()) {
+    if (used.has(name)) continue;
+    used.add(name);
+    pending.push(...refsIn(schemas[name] ?? {}));
+  }
+  const kept = Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name)));
+  return { ...doc, components: { ...doc.components, schemas: kept } } as T;
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
@@ -80,7 +104,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       const isPublic = (input.route.config as { public?: boolean } | undefined)?.public;
       return isPublic ? out : { ...out, schema: { ...out.schema, security: [{ bearer: [] }] } };
     },
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (input) => withoutUnusedSchemas(jsonSchemaTransformObject(input)),
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
 
@@ -92,6 +116,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await api.register(idempotency, { idempotency: services.idempotency });
       await api.register(authRoutes, { services });
       await api.register(accountRoutes, { services });
+      await api.register(organizationRoutes, { services });
+      await api.register(invitationRoutes, { services });
+      await api.register(claimRoutes, { services });
       api.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
     },
     { prefix: API_PREFIX },

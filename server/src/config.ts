@@ -46,6 +46,7 @@ const envSchema = z.object({
   JWT_ISSUER: z.string().min(1).default('fieldchart'),
   JWT_AUDIENCE: z.string().min(1).default('fieldchart-therapist'),
   JWT_PRIVATE_JWKS: z.string().optional(),
+  PHI_KEYS: z.string().optional(),
   ACCESS_TOKEN_TTL_SECONDS: int(3600, 30),
   REFRESH_TOKEN_TTL_SECONDS: int(30 * 24 * 3600, 60),
   TRIAL_DAYS: int(14, 0),
@@ -92,6 +93,8 @@ export interface Config {
     readonly accessTtlSeconds: number;
     readonly refreshTtlSeconds: number;
   };
+  /** The PHI key ring as JSON (PHI_KEYS); null: generated into the data dir. */
+  readonly phiKeys: string | null;
   readonly trialDays: number;
   readonly limits: {
     readonly otpTtlSeconds: number;
@@ -132,6 +135,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if ((e.TLS_CERT_FILE && !e.TLS_KEY_FILE) || (!e.TLS_CERT_FILE && e.TLS_KEY_FILE)) {
     throw new ConfigError('Invalid configuration:\n  TLS_CERT_FILE and TLS_KEY_FILE must be set together');
   }
+  if (e.NODE_ENV === 'production' && !e.PHI_KEYS) {
+    throw new ConfigError(
+      'Invalid configuration:\n  PHI_KEYS is required when NODE_ENV=production (PHI must not be encrypted under a key kept beside the data)',
+    );
+  }
   if (e.NODE_ENV === 'production' && !e.JWT_PRIVATE_JWKS) {
     throw new ConfigError(
       'Invalid configuration:\n  JWT_PRIVATE_JWKS is required when NODE_ENV=production (every node must sign with the same keys)',
@@ -162,6 +170,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       accessTtlSeconds: e.ACCESS_TOKEN_TTL_SECONDS,
       refreshTtlSeconds: e.REFRESH_TOKEN_TTL_SECONDS,
     },
+    phiKeys: e.PHI_KEYS ?? null,
     trialDays: e.TRIAL_DAYS,
     limits: {
       otpTtlSeconds: e.OTP_TTL_SECONDS,

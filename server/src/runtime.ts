@@ -1,20 +1,20 @@
 import type { FastifyInstance } from 'fastify';
-import pg from 'pg';
-import { sql } from 'drizzle-orm';
+import type pg from 'pg';
 import { buildApp } from './app.ts';
-import { systemClock, type Clock } from './clock.ts';
+import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { adminSocketOf, startAdminSocket } from './admin/admin-socket.ts';
-import type { OperationContext } from './admin/operations.ts';
+import { operationContext } from './admin/operations.ts';
 import { acquireLock, type DataDirLock } from './db/data-dir-lock.ts';
-import { openDatabase, rowsOf, type Database } from './db/database.ts';
+import { openDatabase, type Database } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
-import { PglitePgPool, unlockDeadWorkers } from './db/pglite-pg-pool.ts';
+import { unlockDeadWorkers } from './db/pglite-pg-pool.ts';
+import { openJobQueuePool } from './jobs/job-queue-pool.ts';
 import { migrateJobQueue, startWorker, type Worker } from './jobs/worker.ts';
-import { createMailTransport, type MailTransport } from './mail/transport.ts';
-import { createIdTokenVerifier, type IdTokenVerifier } from './security/id-token-verifier.ts';
-import { loadSigningKeys } from './security/signing-keys.ts';
-import { createServices, type Services } from './services/index.ts';
+import type { MailTransport } from './mail/transport.ts';
+import type { IdTokenVerifier } from './security/id-token-verifier.ts';
+import { buildServices } from './services/build.ts';
+import type { Services } from './services/index.ts';
 
 export interface Runtime {
   readonly config: Config;
@@ -35,13 +35,6 @@ export interface RuntimeOptions {
   readonly mailTransport?: MailTransport;
   /** An already-open database (tests restore a migrated template); otherwise opened from config. */
   readonly database?: Database;
-}
-
-export async function migrationsApplied(database: Database): Promise<number> {
-  const rows = rowsOf<{ n: number }>(
-    await database.db.execute(sql`select count(*)::int as n from drizzle.__drizzle_migrations`),
-  );
-  return Number(rows[0]?.n ?? 0);
 }
 
 /**
@@ -66,32 +59,19 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     cleanups.push(() => database.close());
     await applyMigrations(database);
 
-    let pgPool: pg.Pool;
     if (database.pglite) {
       // The lock says no other process has this database: any worker lock in it is a dead one.
       await unlockDeadWorkers(database.pglite);
-      pgPool = new PglitePgPool(database.pglite, { max: config.worker.concurrency + 2 }).asPgPool();
-    } else if (config.database.kind === 'postgres') {
-      pgPool = new pg.Pool({ connectionString: config.database.url, max: config.worker.concurrency + 2 });
-    } else {
-      throw new Error('database and config disagree on the database kind');
     }
-    const pool = pgPool;
+    const pool: pg.Pool = openJobQueuePool(config, database, config.worker.concurrency + 2);
     cleanups.push(() => pool.end());
     const onPoolError = (err: Error) => console.error(`job queue connection error: ${err.message}`);
     pool.on('error', onPoolError);
     pool.on('connect', (client: pg.PoolClient) => client.on('error', onPoolError));
 
-    const signingKeys = await loadSigningKeys({ privateJwks: config.jwt.privateJwks, dataDir: config.dataDir });
-    const mailTransport =
-      opts.mailTransport ?? createMailTransport({ smtpUrl: config.mail.smtpUrl, from: config.mail.from, dataDir: config.dataDir });
-    cleanups.push(async () => mailTransport.close());
-    const idTokens =
-      opts.idTokens ??
-      createIdTokenVerifier({
-        providers: { google: config.social.google, apple: config.social.apple },
-      });
-    const services = createServices({ config, db: database.db, clock: opts.clock ?? systemClock, signingKeys, idTokens, mailTransport });
+    const built = await buildServices(config, database.db, opts);
+    cleanups.push(async () => built.close());
+    const { services } = built;
 
     let worker: Worker | null = null;
     const app = await buildApp({
@@ -116,8 +96,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     }
 
     if (lock) {
-      const ctx: OperationContext = { services, migrationsApplied: () => migrationsApplied(database) };
-      const admin = await startAdminSocket(adminSocketOf(config.dataDir), ctx);
+      const admin = await startAdminSocket(adminSocketOf(config.dataDir), operationContext(services, database));
       cleanups.push(() => admin.close());
     }
 

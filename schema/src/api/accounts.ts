@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { email, isoDateTime, name, otp, password } from './common.ts';
 
 export const SUBSCRIPTION_STATUSES = ['trial', 'active', 'expired', 'org_managed'] as const;

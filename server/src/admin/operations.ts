@@ -1,7 +1,10 @@
 import fs from 'node:fs/promises';
 import { z } from 'zod';
+import type { Database } from '../db/database.ts';
+import { migrationStatus, type MigrationStatus } from '../db/migrate.ts';
 import type { Services } from '../services/index.ts';
 import { NotFound } from '../errors.ts';
+import { organizationOperations } from './organization-operations.ts';
 
 /**
  * Operator commands as data: the CLI runs them against the database itself, or — when a
@@ -10,18 +13,26 @@ import { NotFound } from '../errors.ts';
  */
 export interface OperationContext {
   readonly services: Services;
-  readonly migrationsApplied: () => Promise<number>;
+  readonly migrationStatus: () => Promise<MigrationStatus>;
 }
 
-interface Operation<A extends z.ZodType> {
+/** The context both transports build, so the server and the CLI cannot drift apart. */
+export function operationContext(services: Services, database: Database): OperationContext {
+  return { services, migrationStatus: () => migrationStatus(database) };
+}
+
+interface Operation<A extends z.ZodType, R = unknown> {
   readonly args: A;
-  run(ctx: OperationContext, args: z.infer<A>): Promise<unknown>;
+  run(ctx: OperationContext, args: z.infer<A>): Promise<R>;
 }
 
-const op = <A extends z.ZodType>(args: A, run: Operation<A>['run']): Operation<A> => ({ args, run });
+const op = <A extends z.ZodType, R>(args: A, run: (ctx: OperationContext, args: z.infer<A>) => Promise<R>): Operation<A, R> => ({
+  args,
+  run,
+});
 
 export const operations = {
-  'migrate.status': op(z.object({}), async (ctx) => ({ applied: await ctx.migrationsApplied() })),
+  'migrate.status': op(z.object({}), (ctx) => ctx.migrationStatus()),
   'user.list': op(
     z.object({ search: z.string().optional(), disabled: z.boolean().optional(), limit: z.number().int().min(1).max(1000).optional() }),
     (ctx, a) => ctx.services.users.list(a),
@@ -32,17 +43,21 @@ export const operations = {
   ),
   'mail.list': op(z.object({ limit: z.number().int().min(1).max(1000).optional() }), (ctx, a) => ctx.services.mail.list(a.limit)),
   'mail.show': op(z.object({ id: z.string().min(1) }), async (ctx, a) => {
-    const mail = await ctx.services.mail.get(a.id);
+    // Not a uuid cannot name a mail; asking the database would be a type error, not a miss.
+    const mail = z.uuid().safeParse(a.id).success ? await ctx.services.mail.get(a.id) : null;
     if (!mail) throw new NotFound('No mail with this id', 'mail_not_found');
     // The sent copy in the .eml sink is the message as delivered.
     const eml = mail.stored_as ? await fs.readFile(mail.stored_as, 'utf8').catch(() => null) : null;
     return { ...mail, eml };
   }),
   'maintenance.purge': op(z.object({}), (ctx) => ctx.services.maintenance.purgeExpired()),
+  ...organizationOperations,
 } as const;
 
 export type OperationName = keyof typeof operations;
 export type OperationArgs<N extends OperationName> = z.input<(typeof operations)[N]['args']>;
+/** What an operation answers (over the admin socket: the same, as JSON). */
+export type OperationResult<N extends OperationName> = Awaited<ReturnType<(typeof operations)[N]['run']>>;
 
 export async function runOperation(ctx: OperationContext, name: string, args: unknown): Promise<unknown> {
   const operation = (operations as Record<string, Operation<z.ZodType>>)[name];

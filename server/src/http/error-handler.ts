@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import type { ErrorBody } from '@fieldchart/schema/api';
 import { AppError, Invalid, type FieldErrors } from '../errors.ts';
+import { safeError } from '../log-safety.ts';
 
 /** Fastify's own 4xx errors, by code, in the contract's terms. */
 const FRAMEWORK_ERRORS: Record<string, { status: number; code: string; message: string }> = {
@@ -25,10 +26,6 @@ function send(reply: FastifyReply, status: number, body: ErrorBody, headers: Rec
   void reply.code(status).headers(headers).type('application/json; charset=utf-8').send(body);
 }
 
-/** Logs what an operator needs and nothing a driver attached (its `detail` may quote PHI). */
-function logSafe(err: Error & { code?: unknown }) {
-  return { type: err.name, code: typeof err.code === 'string' ? err.code : undefined, message: err.message, stack: err.stack };
-}
 
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -60,7 +57,7 @@ export function installErrorHandling(app: FastifyInstance): void {
         code: (err.code ?? 'bad_request').replace(/^FST_ERR_/, '').toLowerCase(),
       });
     }
-    request.log.error({ err: logSafe(err) }, 'request failed');
+    request.log.error({ err: safeError(err) }, 'request failed');
     return send(reply, 500, { status: false, message: 'Internal server error', code: 'internal_error' });
   });
 

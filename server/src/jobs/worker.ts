@@ -1,6 +1,7 @@
 import { Logger, run, runMigrations, type Runner, type Task, type TaskList } from 'graphile-worker';
 import type { Pool } from 'pg';
 import type { FastifyBaseLogger } from 'fastify';
+import { redactText, safeError } from '../log-safety.ts';
 import type { Services } from '../services/index.ts';
 import { taskPayloads, type TaskName } from './task-map.ts';
 import { cleanupExpired } from './cleanup-expired.ts';
@@ -15,19 +16,27 @@ const handlers: { [K in TaskName]: JobHandler<K> } = {
 
 function workerLogger(log: FastifyBaseLogger): Logger {
   return new Logger((scope) => (level, message, meta) => {
-    // Only identifiers: a job's payload and error text stay out of the log.
-    const job = (meta as { job?: { id?: unknown; task_identifier?: unknown } } | undefined)?.job;
-    const fields = { worker: scope.workerId, task: scope.taskIdentifier ?? job?.task_identifier, job: scope.jobId ?? job?.id };
-    if (level === 'error') log.error(fields, message);
-    else if (level === 'warning') log.warn(fields, message);
-    else if (level === 'info') log.info(fields, message);
-    else log.debug(fields, message);
+    // Identifiers and a redacted error only: a job's payload and raw error text stay out.
+    const m = meta as { job?: { id?: unknown; task_identifier?: unknown }; error?: unknown } | undefined;
+    const fields = {
+      worker: scope.workerId,
+      task: scope.taskIdentifier ?? m?.job?.task_identifier,
+      job: scope.jobId ?? m?.job?.id,
+      ...(m?.error ? { err: safeError(m.error) } : {}),
+    };
+    const text = redactText(message);
+    if (level === 'error') log.error(fields, text);
+    else if (level === 'warning') log.warn(fields, text);
+    else if (level === 'info') log.info(fields, text);
+    else log.debug(fields, text);
   });
 }
 
+const silentLogger = new Logger(() => () => {});
+
 /** graphile-worker's own tables; run at boot on every node, before anything enqueues. */
-export async function migrateJobQueue(pgPool: Pool, log: FastifyBaseLogger): Promise<void> {
-  await runMigrations({ pgPool, logger: workerLogger(log) });
+export async function migrateJobQueue(pgPool: Pool, log?: FastifyBaseLogger): Promise<void> {
+  await runMigrations({ pgPool, logger: log ? workerLogger(log) : silentLogger });
 }
 
 export interface Worker {

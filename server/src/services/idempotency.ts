@@ -3,6 +3,7 @@ import { idempotencyKeys } from '@fieldchart/schema/db';
 import { isUniqueViolation, type Db } from '../db/database.ts';
 import type { Clock } from '../clock.ts';
 import { Conflict, Invalid } from '../errors.ts';
+import type { PhiCrypto } from '../security/phi-crypto.ts';
 import { sha256 } from '../security/random-tokens.ts';
 
 const ABANDONED_AFTER_MS = 120_000;
@@ -17,8 +18,10 @@ export type IdempotencyClaim =
  * repeat while the first is still running is a 409. A 5xx releases the key so the client's
  * retry really runs.
  */
-export function createIdempotency(deps: { db: Db; clock: Clock; ttlSeconds: number }) {
-  const { db, clock } = deps;
+export function createIdempotency(deps: { db: Db; clock: Clock; phi: PhiCrypto; ttlSeconds: number }) {
+  const { db, clock, phi } = deps;
+  // A stored response can hold tokens or PHI: it is kept encrypted, bound to its key.
+  const rowId = (scope: string, key: string) => `${scope}\u0000${key}`;
   return {
     requestHash(method: string, url: string, body: unknown): string {
       return sha256(`${method} ${url}\n${JSON.stringify(body ?? null)}`);
@@ -49,7 +52,8 @@ export function createIdempotency(deps: { db: Db; clock: Clock; ttlSeconds: numb
           if (existing.statusCode === null || existing.responseBody === null) {
             throw new Conflict('A request with this Idempotency-Key is still being processed', 'idempotency_in_progress');
           }
-          return { kind: 'replay', statusCode: existing.statusCode, body: existing.responseBody };
+          const body = phi.open(existing.responseBody, 'idempotency_keys', 'response_body', rowId(scope, key)) ?? '';
+          return { kind: 'replay', statusCode: existing.statusCode, body };
         }
         try {
           await db.insert(idempotencyKeys).values({ scope, key, requestHash, createdAt: now });
@@ -70,7 +74,11 @@ export function createIdempotency(deps: { db: Db; clock: Clock; ttlSeconds: numb
       }
       await db
         .update(idempotencyKeys)
-        .set({ statusCode, responseBody: body, completedAt: clock.now() })
+        .set({
+          statusCode,
+          responseBody: phi.seal(body, 'idempotency_keys', 'response_body', rowId(scope, key)),
+          completedAt: clock.now(),
+        })
         .where(and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.key, key)));
     },
 

@@ -4,13 +4,16 @@ import type { Db } from '../db/database.ts';
 import type { MailTransport } from '../mail/transport.ts';
 import { createAccessTokens } from '../security/access-tokens.ts';
 import type { IdTokenVerifier } from '../security/id-token-verifier.ts';
+import type { PhiCrypto } from '../security/phi-crypto.ts';
 import type { SigningKeys } from '../security/signing-keys.ts';
+import { createAuditLog } from './audit/audit-log.ts';
 import { createAccounts } from './auth/accounts.ts';
 import { createPasswordReset } from './auth/password-reset.ts';
 import { createSessions } from './auth/sessions.ts';
 import { createIdempotency } from './idempotency.ts';
 import { createMaintenance } from './maintenance.ts';
 import { createMailOutbox } from './mail/mail-outbox.ts';
+import { createOrganizationServices } from './organizations/index.ts';
 import { createThrottle } from './throttle.ts';
 import { createUsers } from './users/users.ts';
 
@@ -21,6 +24,7 @@ export interface ServiceDeps {
   readonly signingKeys: SigningKeys;
   readonly idTokens: IdTokenVerifier;
   readonly mailTransport: MailTransport;
+  readonly phi: PhiCrypto;
 }
 
 /** Every service, wired once; shared by routes, jobs, the admin socket and the CLI. */
@@ -35,15 +39,19 @@ export function createServices(deps: ServiceDeps) {
   const sessions = createSessions({ db, clock, accessTokens, refreshTtlSeconds: config.jwt.refreshTtlSeconds });
   const throttle = createThrottle({ clock });
   const mail = createMailOutbox({ db, clock, transport: deps.mailTransport });
-  const idempotency = createIdempotency({ db, clock, ttlSeconds: config.limits.idempotencyTtlSeconds });
+  const idempotency = createIdempotency({ db, clock, phi: deps.phi, ttlSeconds: config.limits.idempotencyTtlSeconds });
+  const organizationServices = createOrganizationServices({ db, clock, config, sessions, throttle, mail });
   return {
     config,
+    phi: deps.phi,
+    audit: createAuditLog({ db, clock }),
     sessions,
     throttle,
     mail,
     accounts: createAccounts({ db, clock, config, sessions, throttle, idTokens: deps.idTokens, mail }),
     passwordReset: createPasswordReset({ db, clock, config, throttle, sessions, mail }),
-    users: createUsers({ db, clock, sessions }),
+    users: createUsers({ db, clock, sessions, joinRequests: organizationServices.joinRequests }),
+    ...organizationServices,
     idempotency,
     maintenance: createMaintenance({ db, clock, idempotency }),
   };

@@ -11,6 +11,7 @@ import {
   assertTokenRefused,
   assertTokenWorks,
   countRows,
+  query,
   errorFields,
   mailMark,
   refresh,
@@ -44,6 +45,20 @@ forEachBackend('accounts: idempotent retries', (backend) => {
     assert.equal(await usersWithEmail(server, account.email), 1);
     assert.equal(await countRows(server, sql`select count(*)::int as n from sessions where user_id = ${first.body.data.user.uuid}::uuid`), 1);
     await assertTokenWorks(server, second.body.data.token, first.body.data.user.uuid);
+  });
+
+  test('a stored response is encrypted at rest: no token or email in the table', async () => {
+    const key = randomUUID();
+    const account = newAccount();
+    const first = await post('/register', key, account);
+    assertOk(first);
+    const rows = await query<{ body: string }>(server, sql`select response_body as body from idempotency_keys where key = ${key}`);
+    assert.equal(rows.length, 1);
+    const stored = rows[0]!.body;
+    assert.match(stored, /^fc1\./);
+    for (const secret of [first.body.data.token, first.body.data.refresh_token, account.email]) {
+      assert.ok(!stored.includes(secret), 'plaintext found in the stored response');
+    }
   });
 
   test('the same key with another body is a 422 idempotency_key_reused, and does nothing', async () => {

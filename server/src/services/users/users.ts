@@ -5,6 +5,7 @@ import { isUniqueViolation, type Db } from '../../db/database.ts';
 import type { Clock } from '../../clock.ts';
 import { Invalid, NotFound } from '../../errors.ts';
 import type { Sessions } from '../auth/sessions.ts';
+import type { JoinRequests } from '../organizations/join-requests.ts';
 import { findUserByEmail, findUserById, profileOf } from './user-profile.ts';
 
 export interface BasicInfo {
@@ -19,6 +20,8 @@ export interface Onboarding {
   discipline: string;
   license_number?: string | undefined;
   license_state?: string | undefined;
+  /** Asks to join this organization (404 if unknown), unless the clinician already sits or asked. */
+  organization_uuid?: string | undefined;
 }
 
 export interface UserListing {
@@ -31,7 +34,7 @@ export interface UserListing {
   readonly created_at: string;
 }
 
-export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions }) {
+export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions; joinRequests: JoinRequests }) {
   const { db, clock } = deps;
 
   async function mustFind(userId: string) {
@@ -73,6 +76,7 @@ export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions }) 
     },
 
     async completeOnboarding(userId: string, input: Onboarding): Promise<UserProfile> {
+      if (input.organization_uuid) await deps.joinRequests.requestDuringOnboarding(userId, input.organization_uuid);
       const [u] = await db
         .update(users)
         .set({
@@ -121,7 +125,8 @@ export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions }) 
 
     /** Finds a user by uuid or email, for operators. */
     async lookup(idOrEmail: string) {
-      const u = /^[0-9a-f-]{36}$/i.test(idOrEmail) ? await findUserById(db, idOrEmail) : await findUserByEmail(db, idOrEmail);
+      // Only a well-formed uuid goes to the uuid column (anything else would be a type error there).
+      const u = UUID.test(idOrEmail) ? await findUserById(db, idOrEmail) : await findUserByEmail(db, idOrEmail);
       if (!u) throw new NotFound('User not found', 'user_not_found');
       return { ...(await profileOf(db, u)), disabled_at: u.disabledAt?.toISOString() ?? null };
     },
@@ -142,6 +147,8 @@ export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions }) 
 }
 
 export type Users = ReturnType<typeof createUsers>;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A LIKE pattern matching `term` anywhere, with its own wildcards taken literally. */
 function like(term: string): string {

@@ -1,0 +1,159 @@
+import * as z from 'zod';
+import { isoDateTime } from './common.ts';
+
+/*
+ * Records the spec leaves "not shown", decided for the app developer: complete, consistent,
+ * ISO 8601 times (dates as YYYY-MM-DD, wall-clock times as HH:MM), `null` for an absent
+ * single value and `[]` for an absent list.
+ */
+
+const text = (max: number) => z.string().trim().max(max);
+const optionalText = (max: number) => text(max).nullable().optional();
+const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date (YYYY-MM-DD)');
+
+/** ICD-10-CM code, e.g. M17.11 or R26.81. */
+export const icd10Code = z
+  .string()
+  .trim()
+  .toUpperCase()
+  .regex(/^[A-Z][0-9][0-9A-Z](\.[0-9A-Z]{1,4})?$/, 'must be an ICD-10 code such as M17.11');
+
+/** Ordered frequency such as `2w4` (2 visits a week for 4 weeks) or `1w1, 2w3`. */
+export const orderedFrequency = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(/^\d{1,2}w\d{1,2}(\s*,\s*\d{1,2}w\d{1,2})*$/, 'must look like 2w4 (visits per week × weeks), comma-separated');
+
+export const referralInput = z.object({
+  discipline: z.string().trim().min(1).max(10).optional(),
+  diagnosis_codes: z.array(icd10Code).max(25).optional(),
+  referral_source: optionalText(200),
+  start_of_care: isoDate.nullable().optional(),
+  ordered_frequency: orderedFrequency.nullable().optional(),
+});
+
+export const patientCreateBody = z.object({
+  first_name: text(100).min(1, 'is required'),
+  last_name: text(100).min(1, 'is required'),
+  email: z.string().trim().max(254).pipe(z.email('must be a valid email address')).nullable().optional(),
+  phone: optionalText(40),
+  address: optionalText(500),
+  referral: referralInput.optional().describe('Details of the referral opened with the patient'),
+});
+
+export const patientUpdateBody = patientCreateBody.omit({ referral: true }).partial().extend({
+  first_name: text(100).min(1, 'must not be empty').optional(),
+  last_name: text(100).min(1, 'must not be empty').optional(),
+});
+
+export const patientListQuery = z.object({
+  page: z.coerce.number().int().min(1).default(1),
+  per_page: z.coerce.number().int().min(1).max(100).default(20),
+  search_by_name: z.string().trim().max(100).optional(),
+});
+
+export const referral = z
+  .object({
+    uuid: z.string(),
+    patient_uuid: z.string(),
+    status: z.enum(['open', 'discharged']),
+    discipline: z.string().nullable(),
+    diagnosis_codes: z.array(z.string()),
+    referral_source: z.string().nullable(),
+    start_of_care: z.string().nullable(),
+    ordered_frequency: z.string().nullable(),
+    /** Visits the frequency orders in total (2w4 → 8), null without a frequency. */
+    visits_ordered: z.number().int().nullable(),
+    visits_completed: z.number().int(),
+    visits_scheduled: z.number().int(),
+    created_at: isoDateTime,
+  })
+  .meta({ id: 'Referral' });
+
+export const visitBrief = z
+  .object({
+    schedule_uuid: z.string(),
+    visit_date: z.string(),
+    start_time: z.string(),
+    status: z.string(),
+    visit_type: z.string(),
+  })
+  .meta({ id: 'VisitBrief' });
+
+export const patient = z
+  .object({
+    uuid: z.string(),
+    referral_uuid: z.string().nullable().describe('The open referral, null once discharged'),
+    first_name: z.string(),
+    last_name: z.string(),
+    full_name: z.string(),
+    email: z.string().nullable(),
+    phone: z.string().nullable(),
+    address: z.string().nullable(),
+    discipline: z.string().nullable(),
+    next_visit: visitBrief.nullable(),
+    last_visit_date: z.string().nullable(),
+    created_at: isoDateTime,
+    updated_at: isoDateTime,
+  })
+  .meta({ id: 'Patient' });
+
+export const vitalSigns = z
+  .object({
+    systolic_bp: z.number().int().min(40).max(300).optional(),
+    diastolic_bp: z.number().int().min(20).max(200).optional(),
+    heart_rate: z.number().int().min(20).max(250).optional(),
+    respiratory_rate: z.number().int().min(4).max(80).optional(),
+    temperature_f: z.number().min(85).max(110).optional(),
+    oxygen_saturation: z.number().int().min(50).max(100).optional(),
+    pain_level: z.number().int().min(0).max(10).optional(),
+    blood_glucose: z.number().int().min(20).max(800).optional(),
+    weight_lb: z.number().min(1).max(1000).optional(),
+  })
+  .strict()
+  .meta({ id: 'VitalSigns', description: 'Values outside these bounds are impossible (422); plausible but abnormal values are flagged.' });
+
+export const documentRecord = z
+  .object({
+    uuid: z.string(),
+    kind: z.literal('visit_note'),
+    title: z.string(),
+    schedule_uuid: z.string(),
+    patient_uuid: z.string().nullable(),
+    referral_uuid: z.string().nullable(),
+    visit_date: z.string(),
+    signed: z.boolean(),
+    signed_at: isoDateTime.nullable(),
+    created_at: isoDateTime,
+  })
+  .meta({ id: 'Document' });
+
+export const chartDetail = z
+  .object({
+    patient,
+    referral,
+    upcoming_visits: z.array(visitBrief),
+    recent_visits: z.array(visitBrief),
+    last_note: z
+      .object({ schedule_uuid: z.string(), visit_date: z.string(), assessment: z.string(), plan: z.string() })
+      .nullable(),
+    latest_vital_signs: vitalSigns.nullable(),
+    documents: z.array(documentRecord),
+  })
+  .meta({ id: 'ChartDetail' });
+
+export const scheduledVisitsBody = z.object({
+  filter_month: z.string().regex(/^(0[1-9]|1[0-2])$/, 'must be 01–12').optional(),
+  filter_year: z.string().regex(/^\d{4}$/, 'must be YYYY').optional(),
+});
+
+export const scheduledVisit = visitBrief
+  .extend({ duration_minutes: z.number().int(), address: z.string().nullable(), has_note: z.boolean() })
+  .meta({ id: 'ScheduledVisit' });
+
+export const generalSummaryQuery = z.object({
+  dateRange: z
+    .enum(['today', 'this_week', 'last_7_days', 'this_month', 'last_30_days', 'last_90_days', 'this_year'])
+    .default('last_30_days'),
+});

@@ -1,0 +1,148 @@
+import * as z from 'zod';
+import { isoDateTime } from './common.ts';
+import { vitalSigns } from './patients.ts';
+
+export const TIMER_EVENT_TYPES = ['start_travel', 'arrive', 'start_documentation', 'complete'] as const;
+export const VISIT_TYPES = ['evaluation', 'routine', 'reassessment', 'discharge', 'supervisory'] as const;
+
+const isoDate = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date (YYYY-MM-DD)')
+  .refine((s) => {
+    const d = new Date(`${s}T00:00:00Z`);
+    return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s);
+  }, 'is not a real date');
+const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be a time (HH:MM, 00:00–23:59)');
+
+export const visitRequestBody = z.object({
+  patient_uuid: z.uuid().optional(),
+  visit_date: isoDate,
+  start_time: hhmm,
+  notes: z.string().trim().max(5000).optional(),
+  address: z.string().trim().max(500).optional(),
+  visit_type: z.enum(VISIT_TYPES).optional(),
+  duration_minutes: z.number().int().min(5).max(480).optional(),
+});
+
+export const timerEventInput = z.object({
+  event_type: z.enum(TIMER_EVENT_TYPES),
+  event_time: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' }),
+  latitude: z.number().min(-90).max(90),
+  longitude: z.number().min(-180).max(180),
+  accuracy: z.number().min(0).max(100_000),
+});
+
+export const timerEventsBody = z.object({
+  schedule_uuid: z.uuid(),
+  events: z.array(timerEventInput).min(1).max(20),
+});
+
+export const soapNoteBody = z.object({
+  schedule_uuid: z.uuid(),
+  subjective: z.string().trim().min(1, 'is required').max(20_000),
+  objective: z.string().trim().min(1, 'is required').max(20_000),
+  assessment: z.string().trim().min(1, 'is required').max(20_000),
+  plan: z.string().trim().min(1, 'is required').max(20_000),
+  vital_signs: vitalSigns.optional(),
+  signature: z.string().max(2_000_000).optional().describe('Base64 PNG or JPEG'),
+});
+
+export const mileageBody = z
+  .object({
+    total_miles: z.number().min(0).max(2000),
+    travel_miles: z.number().min(0).max(2000).optional(),
+    onsite_miles: z.number().min(0).max(2000).optional(),
+    recorded_at: z.iso.datetime({ offset: true }).optional().describe('Device time of the entry; the later entry wins'),
+  })
+  .refine((m) => (m.travel_miles ?? 0) + (m.onsite_miles ?? 0) <= m.total_miles + 1e-9, {
+    path: ['total_miles'],
+    message: 'must be at least travel_miles + onsite_miles',
+  });
+
+export const timerEvent = z
+  .object({
+    uuid: z.string(),
+    event_type: z.enum(TIMER_EVENT_TYPES),
+    event_time: isoDateTime,
+    latitude: z.number().nullable(),
+    longitude: z.number().nullable(),
+    accuracy: z.number().nullable(),
+  })
+  .meta({ id: 'TimerEvent' });
+
+const place = z.object({ latitude: z.number(), longitude: z.number(), accuracy: z.number().nullable() }).nullable();
+
+export const evvRecord = z
+  .object({
+    arrived_at: isoDateTime.nullable(),
+    arrival_location: place,
+    departed_at: isoDateTime.nullable(),
+    departure_location: place,
+    drive_minutes: z.number().nullable(),
+    onsite_minutes: z.number().nullable(),
+    documentation_minutes: z.number().nullable(),
+  })
+  .meta({ id: 'EvvRecord', description: 'Electronic visit verification, derived from the timer events' });
+
+export const mileage = z
+  .object({
+    total_miles: z.number(),
+    travel_miles: z.number().nullable(),
+    onsite_miles: z.number().nullable(),
+    recorded_at: isoDateTime,
+  })
+  .meta({ id: 'Mileage' });
+
+export const soapNote = z
+  .object({
+    uuid: z.string(),
+    subjective: z.string(),
+    objective: z.string(),
+    assessment: z.string(),
+    plan: z.string(),
+    vital_signs: vitalSigns.nullable(),
+    vital_flags: z.array(z.string()),
+    signed: z.boolean(),
+    signed_at: isoDateTime.nullable(),
+    signature: z.string().nullable().describe('data: URL of the signature image'),
+    review_flags: z.array(z.string()),
+    submitted_at: isoDateTime,
+  })
+  .meta({ id: 'SoapNote' });
+
+export const visit = z
+  .object({
+    uuid: z.string(),
+    schedule_uuid: z.string(),
+    patient_uuid: z.string().nullable(),
+    referral_uuid: z.string().nullable(),
+    patient: z.object({ uuid: z.string(), first_name: z.string(), last_name: z.string() }).nullable(),
+    visit_date: z.string(),
+    start_time: z.string(),
+    duration_minutes: z.number().int(),
+    status: z.enum(['scheduled', 'in_progress', 'completed', 'cancelled', 'missed']),
+    visit_type: z.string(),
+    address: z.string().nullable(),
+    notes: z.string().nullable(),
+    ai_assisted: z.boolean(),
+    has_note: z.boolean(),
+    evv: evvRecord,
+    timer_events: z.array(timerEvent),
+    mileage: mileage.nullable(),
+    soap_note: soapNote.nullable().describe('Present once the visit is completed'),
+    created_at: isoDateTime,
+    updated_at: isoDateTime,
+  })
+  .meta({ id: 'Visit' });
+
+export const upcomingVisitsQuery = z.object({
+  per_page: z.coerce.number().int().min(1).max(100).default(50),
+  filter: z.enum(['all', 'today', 'week', 'month']).default('all').describe('Window of upcomming_visit after today'),
+  filter_date: isoDate.optional().describe('Treat this date as "today" (the clinician’s time zone by default)'),
+});
+
+export const visitHistoryQuery = z.object({
+  per_page: z.coerce.number().int().min(1).max(100).default(20),
+  page: z.coerce.number().int().min(1).default(1),
+  record_type: z.enum(['all', 'with_notes']).default('all'),
+});
