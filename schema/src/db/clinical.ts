@@ -249,3 +249,18 @@ export const auditLog = pgTable(
     index('audit_log_resource_idx').on(t.resourceType, t.resourceId),
   ],
 );
+
+/** Push-notification device tokens (FCM); a token belongs to the device's current user. */
+export const pushTokens = pgTable(
+  'push_tokens',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    token: text('token').notNull(),
+    createdAt: createdAt(),
+    lastSeenAt: ts('last_seen_at').notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('push_tokens_token_key').on(t.token), index('push_tokens_user_idx').on(t.userId)],
+);

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import {
+  clinicianSettings,
+  clinicianSettingsBody,
   completeOnboardingBody,
   DISCIPLINES,
   envelope,
@@ -31,6 +33,16 @@ export const accountRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
   app.post('/complete-onboarding', {
     schema: { tags, summary: 'Record discipline and license; clears needs_onboarding', body: completeOnboardingBody, response: { 200: envelope(userProfile), ...errors(401, 422) } },
     handler: async (req) => ok(await users.completeOnboarding(principalOf(req).userId, req.body), 'Onboarding complete'),
+  });
+
+  app.get('/my-settings', {
+    schema: { tags: ['Settings'], summary: "The clinician's time zone, pay rates and mileage rate", response: { 200: envelope(clinicianSettings), ...errors(401) } },
+    handler: async (req) => ok(await services.clinicianSettings.get(principalOf(req).userId)),
+  });
+
+  app.put('/my-settings', {
+    schema: { tags: ['Settings'], summary: 'Set time zone, per-visit pay rates or mileage rate', body: clinicianSettingsBody, response: { 200: envelope(clinicianSettings), ...errors(401, 422) } },
+    handler: async (req) => ok(await services.clinicianSettings.update(principalOf(req).userId, req.body), 'Settings saved'),
   });
 
   app.get('/therapist-discipline', {

@@ -7,6 +7,7 @@ import type { IdTokenVerifier } from '../security/id-token-verifier.ts';
 import type { PhiCrypto } from '../security/phi-crypto.ts';
 import type { SigningKeys } from '../security/signing-keys.ts';
 import { createAuditLog } from './audit/audit-log.ts';
+import { createClinicianSettings } from './clinician-settings.ts';
 import { createAccounts } from './auth/accounts.ts';
 import { createPasswordReset } from './auth/password-reset.ts';
 import { createSessions } from './auth/sessions.ts';
@@ -45,6 +46,7 @@ export function createServices(deps: ServiceDeps) {
     config,
     phi: deps.phi,
     audit: createAuditLog({ db, clock }),
+    clinicianSettings: createClinicianSettings({ db, clock }),
     sessions,
     throttle,
     mail,
