@@ -77,3 +77,14 @@ test('an unreadable lock file counts as stale', async () => {
   assert.equal((await readLock(dir))?.owner, 'cli');
   await lock.release();
 });
+
+test('taking the lock makes the data dir owner-only, even one that existed with wider modes', async () => {
+  const dir = tempDir();
+  fs.chmodSync(dir, 0o755);
+  const lock = await acquireLock(dir, { owner: 'cli', adminSocket: null });
+  try {
+    assert.equal(fs.statSync(dir).mode & 0o777, 0o700);
+  } finally {
+    await lock.release();
+  }
+});

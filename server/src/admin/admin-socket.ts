@@ -54,7 +54,7 @@ export async function startAdminSocket(socketPath: string, ctx: OperationContext
 }
 
 /** Sends one operation to a running server's admin socket. */
-export function callAdminSocket(socketPath: string, name: string, args: unknown): Promise<AdminReply> {
+export function callAdminSocket(socketPath: string, name: string, args: unknown, timeoutMs = 10 * 60_000): Promise<AdminReply> {
   return new Promise((resolve, reject) => {
     const body = JSON.stringify(args ?? {});
     const req = http.request(
@@ -72,6 +72,8 @@ export function callAdminSocket(socketPath: string, name: string, args: unknown)
       },
     );
     req.on('error', reject);
+    // Long operations (key rotation re-encrypts every value) get minutes, not forever.
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`the server did not answer ${name} within ${timeoutMs} ms`)));
     req.end(body);
   });
 }

@@ -128,6 +128,8 @@ export async function acquireLock(
   opts: { waitMs?: number } = {},
 ): Promise<DataDirLock> {
   await fs.mkdir(dataDir, { recursive: true, mode: 0o700 });
+  // It holds the database, key files and the admin socket: owner only, even if it existed.
+  await fs.chmod(dataDir, 0o700);
   const file = lockFileOf(dataDir);
   const mine: LockInfo = { ...info, pid: process.pid, startedAt: new Date().toISOString() };
   const deadline = Date.now() + (opts.waitMs ?? 0);
