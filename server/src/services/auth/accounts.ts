@@ -2,13 +2,13 @@ import { eq, sql } from 'drizzle-orm';
 import { idempotencyKeys, mailOutbox, userIdentities, users } from '@fieldchart/schema/db';
 import type { UserProfile } from '@fieldchart/schema/api';
 import { isUniqueViolation, type Db } from '../../db/database.ts';
-import { addSeconds, type Clock } from '../../clock.ts';
+import type { Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
 import { Invalid, NotFound, TooMany, Unauthorized } from '../../errors.ts';
 import type { IdTokenVerifier, SocialProvider } from '../../security/id-token-verifier.ts';
 import { burnVerification, hashSecret, verifySecret } from '../../security/passwords.ts';
 import type { Throttle, ThrottleState } from '../throttle.ts';
-import { findUserByEmail, findUserById, loginDataOf, profileOf, type UserRow } from '../users/user-profile.ts';
+import { findUserByEmail, findUserById, insertNewUser, loginDataOf, profileOf, type NewUser, type UserRow } from '../users/user-profile.ts';
 import type { Principal, Sessions, TokenPair } from './sessions.ts';
 import type { MailOutbox } from '../mail/mail-outbox.ts';
 import { passwordChanged } from '../../mail/templates.ts';
@@ -24,12 +24,6 @@ export interface RegisterResult extends TokenPair {
   needs_onboarding: boolean;
 }
 
-interface NewAccount {
-  email: string;
-  firstName: string;
-  lastName: string;
-  passwordHash: string | null;
-}
 
 export function createAccounts(deps: {
   db: Db;
@@ -44,24 +38,9 @@ export function createAccounts(deps: {
   const limits = config.limits;
   const emailTaken = () => Invalid.field('email', 'An account with this email already exists', 'email_taken');
 
-  async function insertUser(tx: Db, a: NewAccount): Promise<UserRow> {
-    const now = clock.now();
+  async function insertUser(tx: Db, a: NewUser): Promise<UserRow> {
     try {
-      const [u] = await tx
-        .insert(users)
-        .values({
-          email: a.email,
-          firstName: a.firstName,
-          lastName: a.lastName,
-          passwordHash: a.passwordHash,
-          subscriptionStatus: 'trial',
-          trialEndsAt: addSeconds(now, config.trialDays * 86_400),
-          createdAt: now,
-          updatedAt: now,
-        })
-        .returning();
-      if (!u) throw new Error('user insert returned nothing');
-      return u;
+      return await insertNewUser(tx, a, { now: clock.now(), trialDays: config.trialDays });
     } catch (err) {
       if (isUniqueViolation(err)) throw emailTaken();
       throw err;

@@ -1,5 +1,5 @@
 import { and, eq, isNull } from 'drizzle-orm';
-import { invitations, organizations, users } from '@fieldchart/schema/db';
+import { invitations, organizations } from '@fieldchart/schema/db';
 import { isUniqueViolation, type Db } from '../../db/database.ts';
 import { addSeconds, type Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
@@ -10,7 +10,7 @@ import { newOpaqueToken, newOtp, sha256 } from '../../security/random-tokens.ts'
 import type { Sessions, TokenPair } from '../auth/sessions.ts';
 import type { MailOutbox } from '../mail/mail-outbox.ts';
 import type { Throttle } from '../throttle.ts';
-import { findUserByEmail, findUserById, loginDataOf } from '../users/user-profile.ts';
+import { findUserByEmail, findUserById, insertNewUser, loginDataOf } from '../users/user-profile.ts';
 import type { Membership } from './membership.ts';
 import type { InvitationRow } from './records.ts';
 import type { MemberRole } from './seats.ts';
@@ -154,20 +154,16 @@ export function createInvitationSignup(deps: {
         if (!consumed) throw invalidToken();
         let userId: string;
         try {
-          const [u] = await tx
-            .insert(users)
-            .values({
+          const u = await insertNewUser(
+            tx,
+            {
               email: inv.email,
               firstName: input.first_name ?? inv.firstName ?? inv.email.split('@')[0] ?? inv.email,
               lastName: input.last_name ?? inv.lastName ?? '',
               passwordHash,
-              subscriptionStatus: 'trial',
-              trialEndsAt: addSeconds(now, deps.config.trialDays * 86_400),
-              createdAt: now,
-              updatedAt: now,
-            })
-            .returning({ id: users.id });
-          if (!u) throw new Error('user insert returned nothing');
+            },
+            { now, trialDays: deps.config.trialDays },
+          );
           userId = u.id;
         } catch (err) {
           if (isUniqueViolation(err)) throw accountExists();

@@ -44,3 +44,30 @@ export async function findUserByEmail(db: Db, email: string): Promise<UserRow | 
   const [u] = await db.select().from(users).where(eq(users.email, email.trim().toLowerCase()));
   return u ?? null;
 }
+
+export interface NewUser {
+  readonly email: string;
+  readonly firstName: string;
+  readonly lastName: string;
+  readonly passwordHash: string | null;
+}
+
+/**
+ * Inserts a new account on its trial: every way in (register, social register, invitation
+ * sign-up) creates users through this. A duplicate email surfaces as a unique violation for
+ * the caller to word.
+ */
+export async function insertNewUser(tx: Db, user: NewUser, opts: { now: Date; trialDays: number }): Promise<UserRow> {
+  const [u] = await tx
+    .insert(users)
+    .values({
+      ...user,
+      subscriptionStatus: 'trial',
+      trialEndsAt: new Date(opts.now.getTime() + opts.trialDays * 86_400_000),
+      createdAt: opts.now,
+      updatedAt: opts.now,
+    })
+    .returning();
+  if (!u) throw new Error('user insert returned nothing');
+  return u;
+}
