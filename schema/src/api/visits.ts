@@ -59,6 +59,21 @@ export const mileageBody = z
     message: 'must be at least travel_miles + onsite_miles',
   });
 
+/**
+ * FCM registration tokens are opaque; Fieldchart accepts printable ASCII without spaces,
+ * 100–4096 characters (real tokens are ~150–250).
+ */
+export const fcmTokenBody = z.object({
+  fcm_token: z
+    .string()
+    .min(100, 'must be an FCM registration token (at least 100 characters)')
+    .max(4096, 'must be at most 4096 characters')
+    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
+});
+
+export const scheduleUuidParams = z.object({ scheduleUuid: z.uuid() });
+export const visitUuidParams = z.object({ uuid: z.uuid() });
+
 export const timerEvent = z
   .object({
     uuid: z.string(),
@@ -74,13 +89,15 @@ const place = z.object({ latitude: z.number(), longitude: z.number(), accuracy: 
 
 export const evvRecord = z
   .object({
-    arrived_at: isoDateTime.nullable(),
+    travel_started_at: isoDateTime.nullable().describe('start_travel'),
+    arrived_at: isoDateTime.nullable().describe('arrive: the EVV arrival'),
     arrival_location: place,
-    departed_at: isoDateTime.nullable(),
+    documentation_started_at: isoDateTime.nullable().describe('start_documentation'),
+    departed_at: isoDateTime.nullable().describe('complete: the EVV departure'),
     departure_location: place,
-    drive_minutes: z.number().nullable(),
-    onsite_minutes: z.number().nullable(),
-    documentation_minutes: z.number().nullable(),
+    drive_minutes: z.number().nullable().describe('start_travel → arrive, to 0.1 minute'),
+    onsite_minutes: z.number().nullable().describe('arrive → complete'),
+    documentation_minutes: z.number().nullable().describe('start_documentation → complete'),
   })
   .meta({ id: 'EvvRecord', description: 'Electronic visit verification, derived from the timer events' });
 
@@ -105,6 +122,7 @@ export const soapNote = z
     signed: z.boolean(),
     signed_at: isoDateTime.nullable(),
     signature: z.string().nullable().describe('data: URL of the signature image'),
+    signature_mime: z.enum(['image/png', 'image/jpeg']).nullable(),
     review_flags: z.array(z.string()),
     submitted_at: isoDateTime,
   })
@@ -126,10 +144,11 @@ export const visit = z
     notes: z.string().nullable(),
     ai_assisted: z.boolean(),
     has_note: z.boolean(),
+    completed_at: isoDateTime.nullable(),
     evv: evvRecord,
     timer_events: z.array(timerEvent),
     mileage: mileage.nullable(),
-    soap_note: soapNote.nullable().describe('Present once the visit is completed'),
+    soap_note: soapNote.nullable().describe('Visit details only, once the visit is completed; null in lists (see has_note)'),
     created_at: isoDateTime,
     updated_at: isoDateTime,
   })

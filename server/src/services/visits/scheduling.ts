@@ -1,0 +1,82 @@
+/** Scheduling a visit: the patient must be the caller's; address and duration have defaults. */
+import { and, desc, eq, isNull } from 'drizzle-orm';
+import type * as z from 'zod';
+import type { visitRequestBody } from '@fieldchart/schema/api';
+import { patientReferrals, patients, visits } from '@fieldchart/schema/db';
+import type { Clock } from '../../clock.ts';
+import type { Db } from '../../db/database.ts';
+import { Invalid } from '../../errors.ts';
+import type { PhiCrypto } from '../../security/phi-crypto.ts';
+import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
+import { seatOf } from '../organizations/seats.ts';
+
+export type VisitRequest = z.infer<typeof visitRequestBody>;
+
+/** Minutes a visit takes when the request names no duration. */
+export const DURATION_BY_TYPE: Readonly<Record<string, number>> = {
+  evaluation: 75,
+  routine: 45,
+  reassessment: 60,
+  discharge: 60,
+  supervisory: 30,
+};
+
+export function createScheduling(deps: { db: Db; clock: Clock; phi: PhiCrypto; audit: AuditLog }) {
+  const { clock, phi, audit } = deps;
+
+  return {
+    async schedule(ctx: AuditContext, ownerId: string, input: VisitRequest): Promise<{ uuid: string }> {
+      const id = crypto.randomUUID();
+      return audit.around(ctx, { action: 'create', resourceType: 'visit', resourceId: id }, async (tx, note) => {
+        let patientId: string | null = null;
+        let referralId: string | null = null;
+        let address = input.address || null;
+        if (input.patient_uuid) {
+          const [patient] = await tx
+            .select({ id: patients.id, addressEnc: patients.addressEnc, organizationId: patients.organizationId })
+            .from(patients)
+            .where(and(eq(patients.id, input.patient_uuid), eq(patients.ownerId, ownerId), isNull(patients.deletedAt)));
+          // Unknown and foreign patients read the same: nothing tells the caller which it was.
+          if (!patient) throw Invalid.field('patient_uuid', 'is not one of your patients', 'unknown_patient');
+          patientId = patient.id;
+          address ??= phi.open(patient.addressEnc, 'patients', 'address_enc', patient.id);
+          const [referral] = await tx
+            .select({ id: patientReferrals.id })
+            .from(patientReferrals)
+            .where(
+              and(
+                eq(patientReferrals.patientId, patient.id),
+                eq(patientReferrals.ownerId, ownerId),
+                eq(patientReferrals.status, 'open'),
+                isNull(patientReferrals.deletedAt),
+              ),
+            )
+            .orderBy(desc(patientReferrals.createdAt))
+            .limit(1);
+          referralId = referral?.id ?? null;
+          note({ details: { patient_id: patientId } });
+        }
+        const seat = await seatOf(tx, ownerId);
+        const visitType = input.visit_type ?? 'routine';
+        const now = clock.now();
+        await tx.insert(visits).values({
+          id,
+          ownerId,
+          organizationId: seat?.organizationId ?? null,
+          patientId,
+          referralId,
+          visitDate: input.visit_date,
+          startTime: input.start_time,
+          durationMinutes: input.duration_minutes ?? DURATION_BY_TYPE[visitType] ?? 45,
+          visitType,
+          status: 'scheduled',
+          addressEnc: phi.seal(address, 'visits', 'address_enc', id),
+          notesEnc: phi.seal(input.notes || null, 'visits', 'notes_enc', id),
+          createdAt: now,
+          updatedAt: now,
+        });
+        return { uuid: id };
+      });
+    },
+  };
+}

@@ -1,0 +1,158 @@
+/**
+ * Data access shared by the visit services: the caller-scoped lookup (a foreign visit is
+ * indistinguishable from a missing one) and the mapping of rows to the API's Visit record,
+ * PHI opened with the key ring.
+ */
+import { and, asc, eq, inArray, isNull } from 'drizzle-orm';
+import type * as z from 'zod';
+import type { visit as visitSchema } from '@fieldchart/schema/api';
+import { patients, soapNotes, timerEvents, visitMileage, visits } from '@fieldchart/schema/db';
+import type { Db } from '../../db/database.ts';
+import { NotFound } from '../../errors.ts';
+import type { PhiCrypto } from '../../security/phi-crypto.ts';
+import { TIMER_SEQUENCE, type TimerEventType } from './timer-sequence.ts';
+
+export type VisitRecord = z.infer<typeof visitSchema>;
+export type VisitRow = typeof visits.$inferSelect;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The caller's live visit, locked for update when asked; 404 for unknown, foreign or malformed ids. */
+export async function findOwnedVisit(tx: Db, ownerId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<VisitRow> {
+  if (!UUID.test(id)) throw visitNotFound();
+  const query = tx
+    .select()
+    .from(visits)
+    .where(and(eq(visits.id, id), eq(visits.ownerId, ownerId), isNull(visits.deletedAt)));
+  const [row] = opts.forUpdate ? await query.for('update') : await query;
+  if (!row) throw visitNotFound();
+  return row;
+}
+
+export const visitNotFound = () => new NotFound('Visit not found', 'visit_not_found');
+
+const minutes = (s: number | null) => (s === null ? null : Math.round(s / 6) / 10);
+const place = (lat: number | null, lng: number | null, accuracy: number | null) =>
+  lat === null || lng === null ? null : { latitude: lat, longitude: lng, accuracy };
+
+export function createVisitRecords(deps: { phi: PhiCrypto }) {
+  const { phi } = deps;
+
+  /** Full records for `rows` (any order kept); `soap` loads the note of completed visits. */
+  async function toRecords(tx: Db, ownerId: string, rows: readonly VisitRow[], opts: { soap: boolean }): Promise<VisitRecord[]> {
+    if (rows.length === 0) return [];
+    const ids = rows.map((r) => r.id);
+    const patientIds = [...new Set(rows.flatMap((r) => (r.patientId ? [r.patientId] : [])))];
+    // One after another: a transaction is one connection on both drivers.
+    const patientRows = patientIds.length
+        ? await tx
+            .select({ id: patients.id, first: patients.firstNameEnc, last: patients.lastNameEnc })
+            .from(patients)
+            .where(and(inArray(patients.id, patientIds), eq(patients.ownerId, ownerId)))
+        : [];
+    const eventRows = await tx
+      .select()
+      .from(timerEvents)
+      .where(and(inArray(timerEvents.visitId, ids), isNull(timerEvents.deletedAt)))
+      .orderBy(asc(timerEvents.eventTime));
+    const mileageRows = await tx
+      .select()
+      .from(visitMileage)
+      .where(and(inArray(visitMileage.visitId, ids), isNull(visitMileage.deletedAt)));
+    const noteRows = await tx
+      .select()
+      .from(soapNotes)
+      .where(and(inArray(soapNotes.visitId, ids), isNull(soapNotes.deletedAt)));
+    const patientById = new Map(
+      patientRows.map((p) => [
+        p.id,
+        {
+          uuid: p.id,
+          first_name: phi.open(p.first, 'patients', 'first_name_enc', p.id) ?? '',
+          last_name: phi.open(p.last, 'patients', 'last_name_enc', p.id) ?? '',
+        },
+      ]),
+    );
+    const rankOf = (t: string) => TIMER_SEQUENCE.indexOf(t as TimerEventType);
+    const eventsOf = new Map<string, VisitRecord['timer_events']>();
+    for (const e of eventRows.sort((a, b) => a.eventTime.getTime() - b.eventTime.getTime() || rankOf(a.eventType) - rankOf(b.eventType))) {
+      const list = eventsOf.get(e.visitId) ?? [];
+      list.push({
+        uuid: e.id,
+        event_type: e.eventType as TimerEventType,
+        event_time: e.eventTime.toISOString(),
+        latitude: e.latitude,
+        longitude: e.longitude,
+        accuracy: e.accuracy,
+      });
+      eventsOf.set(e.visitId, list);
+    }
+    const mileageOf = new Map(mileageRows.map((m) => [m.visitId, m]));
+    const noteOf = new Map(noteRows.map((n) => [n.visitId, n]));
+
+    return rows.map((v): VisitRecord => {
+      const m = mileageOf.get(v.id);
+      const n = noteOf.get(v.id);
+      return {
+        uuid: v.id,
+        schedule_uuid: v.id,
+        patient_uuid: v.patientId,
+        referral_uuid: v.referralId,
+        patient: v.patientId ? (patientById.get(v.patientId) ?? null) : null,
+        visit_date: v.visitDate,
+        start_time: v.startTime,
+        duration_minutes: v.durationMinutes,
+        status: v.status as VisitRecord['status'],
+        visit_type: v.visitType,
+        address: phi.open(v.addressEnc, 'visits', 'address_enc', v.id),
+        notes: phi.open(v.notesEnc, 'visits', 'notes_enc', v.id),
+        ai_assisted: v.aiAssisted,
+        has_note: n !== undefined,
+        completed_at: v.completedAt?.toISOString() ?? null,
+        evv: {
+          travel_started_at: v.travelStartedAt?.toISOString() ?? null,
+          arrived_at: v.arrivedAt?.toISOString() ?? null,
+          arrival_location: place(v.arrivalLat, v.arrivalLng, v.arrivalAccuracy),
+          documentation_started_at: v.documentationStartedAt?.toISOString() ?? null,
+          departed_at: v.departedAt?.toISOString() ?? null,
+          departure_location: place(v.departureLat, v.departureLng, v.departureAccuracy),
+          drive_minutes: minutes(v.driveSeconds),
+          onsite_minutes: minutes(v.onsiteSeconds),
+          documentation_minutes: minutes(v.documentationSeconds),
+        },
+        timer_events: eventsOf.get(v.id) ?? [],
+        mileage: m
+          ? { total_miles: m.totalMiles, travel_miles: m.travelMiles, onsite_miles: m.onsiteMiles, recorded_at: m.recordedAt.toISOString() }
+          : null,
+        soap_note: opts.soap && n && v.status === 'completed' ? soapRecord(n) : null,
+        created_at: v.createdAt.toISOString(),
+        updated_at: v.updatedAt.toISOString(),
+      };
+    });
+  }
+
+  function soapRecord(n: typeof soapNotes.$inferSelect): NonNullable<VisitRecord['soap_note']> {
+    const open = (value: string | null, column: string) => phi.open(value, 'soap_notes', column, n.id);
+    const vitals = open(n.vitalSignsEnc, 'vital_signs_enc');
+    const signature = open(n.signatureEnc, 'signature_enc');
+    return {
+      uuid: n.id,
+      subjective: open(n.subjectiveEnc, 'subjective_enc') ?? '',
+      objective: open(n.objectiveEnc, 'objective_enc') ?? '',
+      assessment: open(n.assessmentEnc, 'assessment_enc') ?? '',
+      plan: open(n.planEnc, 'plan_enc') ?? '',
+      vital_signs: vitals === null ? null : (JSON.parse(vitals) as NonNullable<VisitRecord['soap_note']>['vital_signs']),
+      vital_flags: n.vitalFlags,
+      signed: signature !== null,
+      signed_at: n.signedAt?.toISOString() ?? null,
+      signature: signature === null ? null : `data:${n.signatureMime ?? 'image/png'};base64,${signature}`,
+      signature_mime: n.signatureMime as 'image/png' | 'image/jpeg' | null,
+      review_flags: n.reviewFlags,
+      submitted_at: n.submittedAt.toISOString(),
+    };
+  }
+
+  return { toRecords };
+}
+
+export type VisitRecords = ReturnType<typeof createVisitRecords>;
