@@ -155,5 +155,44 @@ export const scheduledVisit = visitBrief
 export const generalSummaryQuery = z.object({
   dateRange: z
     .enum(['today', 'this_week', 'last_7_days', 'this_month', 'last_30_days', 'last_90_days', 'this_year'])
-    .default('last_30_days'),
+    .default('last_30_days')
+    .describe('Days counted, in the clinician\'s time zone: today; this_week (Monday to Sunday); last_7_days, last_30_days, last_90_days (ending today); this_month; this_year. Default last_30_days'),
 });
+
+export const patientCreated = z
+  .object({ uuid: z.string(), referral_uuid: z.string() })
+  .meta({ id: 'PatientCreated', description: 'The new patient and the referral opened with it' });
+
+/** Path uuids are plain strings: a malformed one names no record, so it is a 404 like a foreign one. */
+export const patientUuidParams = z.object({ uuid: z.string().max(64).meta({ format: 'uuid' }) });
+export const referralUuidParams = z.object({ referralUuid: z.string().max(64).meta({ format: 'uuid' }) });
+
+export const DATE_RANGES = ['today', 'this_week', 'last_7_days', 'this_month', 'last_30_days', 'last_90_days', 'this_year'] as const;
+
+export const generalSummary = z
+  .object({
+    date_range: z.enum(DATE_RANGES),
+    from: z.string().describe('First day of the range (YYYY-MM-DD, clinician time zone)'),
+    to: z.string().describe('Last day of the range, inclusive'),
+    time_zone: z.string(),
+    patients: z.object({
+      total: z.number().int().describe('Patients of the clinician'),
+      new: z.number().int().describe('Created in the range'),
+      seen: z.number().int().describe('With a completed visit in the range'),
+      open_referrals: z.number().int(),
+    }),
+    visits: z.object({
+      total: z.number().int().describe('Visits dated in the range'),
+      scheduled: z.number().int(),
+      in_progress: z.number().int(),
+      completed: z.number().int(),
+      cancelled: z.number().int(),
+      missed: z.number().int(),
+    }),
+    notes: z.object({
+      submitted: z.number().int().describe('SOAP notes submitted in the range'),
+      signed: z.number().int(),
+      unsigned: z.number().int(),
+    }),
+  })
+  .meta({ id: 'GeneralSummary' });

@@ -14,18 +14,41 @@ export interface PhiCrypto {
 
 export const aadOf = (table: string, column: string, rowId: string) => `${table}.${column}:${rowId}`;
 
-export function createPhiCrypto(initial: PhiKeyFile): PhiCrypto {
+export interface PhiCryptoOptions {
+  /**
+   * Re-reads the key ring (the data-dir key file) when a value names a key id this ring does
+   * not hold: another process — `fieldchart keys rotate` on PostgreSQL — rotated the file.
+   */
+  readonly reload?: () => PhiKeyFile | null;
+}
+
+export function createPhiCrypto(initial: PhiKeyFile, opts: PhiCryptoOptions = {}): PhiCrypto {
   let ring = createPhiKeyring(initial);
+  let ids = new Set(initial.keys.map((k) => k.id));
+  const install = (file: PhiKeyFile) => {
+    ring = createPhiKeyring(file);
+    ids = new Set(file.keys.map((k) => k.id));
+  };
+  const decrypt = (stored: string, aad: string) => {
+    try {
+      return ring.decrypt(stored, aad);
+    } catch (err) {
+      const kid = ring.keyIdOf(stored);
+      if (!opts.reload || ids.has(kid)) throw err;
+      const file = opts.reload();
+      if (!file?.keys.some((k) => k.id === kid)) throw err;
+      install(file);
+      return ring.decrypt(stored, aad);
+    }
+  };
   return {
     ring: () => ring,
-    install(file) {
-      ring = createPhiKeyring(file);
-    },
+    install,
     seal(value, table, column, rowId) {
       return value === null || value === undefined ? null : ring.encrypt(value, aadOf(table, column, rowId));
     },
     open(stored, table, column, rowId) {
-      return stored === null || stored === undefined ? null : ring.decrypt(stored, aadOf(table, column, rowId));
+      return stored === null || stored === undefined ? null : decrypt(stored, aadOf(table, column, rowId));
     },
   };
 }

@@ -1,0 +1,244 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { sql, type SQL } from 'drizzle-orm';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../db/database.ts';
+import { Conflict } from '../../errors.ts';
+import type { PhiCrypto } from '../../security/phi-crypto.ts';
+import { loadPhiKeyFile, parseKeyFile, phiKeyFileOf, rotateKeyFile, type PhiKeyFile } from '../../security/phi-keyring.ts';
+import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
+import { PHI_TABLES, type PhiTable } from '../phi-columns.ts';
+
+/** Operator actions are audited without a user: the CLI or admin socket acted. */
+const OPERATOR: AuditContext = { actorUserId: null, organizationId: null, requestId: null };
+
+type Row = Record<string, unknown>;
+/** `execute` answers an array on postgres.js and `{rows}` on PGlite. */
+const rowsOf = (r: unknown): Row[] => (Array.isArray(r) ? (r as Row[]) : ((r as { rows?: Row[] }).rows ?? []));
+
+export interface ReencryptResult {
+  readonly key_id: string;
+  /** Values re-encrypted under the current key, per table. */
+  readonly reencrypted: Record<string, number>;
+  readonly total: number;
+  /** Values that no key of the ring opens (left as they are; see the server log). */
+  readonly failed: number;
+  readonly batches: number;
+}
+
+export interface KeyStatus {
+  readonly current_key_id: string;
+  readonly key_source: 'env' | 'file';
+  readonly key_file: string | null;
+  readonly keys: Array<{ id: string; current: boolean; in_ring: boolean; values: number }>;
+  /** Values under a key id the ring does not hold (should be 0). */
+  readonly unknown_key_values: number;
+  readonly not_current: number;
+}
+
+export type RotateResult =
+  | ({ readonly rotated: true; readonly previous_key_id: string; readonly key_file: string } & ReencryptResult)
+  | {
+      readonly rotated: false;
+      readonly reason: 'keys_from_env';
+      readonly new_key_id: string;
+      /** The PHI_KEYS value to deploy: the current ring plus a new current key. */
+      readonly phi_keys: string;
+      readonly next_steps: string;
+    };
+
+/**
+ * PHI key rotation. A new key becomes current (old keys stay in the ring so nothing becomes
+ * unreadable), then every value not under it is re-encrypted, in batches of rows, each batch
+ * in its own transaction. A batch locks the rows it reads (`for update`) until it has rewritten
+ * them, so a rotation can run beside live traffic (a concurrent write waits, then lands under
+ * whichever key it used — a later run picks it up), be stopped at any point and run again:
+ * it resumes with what is left.
+ */
+export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto; audit: AuditLog }) {
+  const { db, config, phi, audit } = deps;
+  const keySource = config.phiKeys ? 'env' : 'file';
+  const keyFile = phiKeyFileOf(config.dataDir);
+
+  const notCurrent = (column: string, prefix: string): SQL =>
+    sql`(${sql.identifier(column)} is not null and strpos(${sql.identifier(column)}, ${prefix}) <> 1)`;
+
+  /** One batch of one table: re-encrypt the stale values of up to `batchSize` rows after `after`. */
+  async function batch(t: PhiTable, after: string[] | null, batchSize: number) {
+    const ring = phi.ring();
+    const prefix = `fc1.${ring.currentKeyId}.`;
+    const keyCols = sql.join(t.key.map((k) => sql.identifier(k)), sql`, `);
+    const stale = sql.join(t.columns.map((c) => notCurrent(c, prefix)), sql` or `);
+    const afterClause = after ? sql`and (${keyCols}) > (${sql.join(after.map((v) => sql`${v}`), sql`, `)})` : sql``;
+    const cols = sql.join([...t.key, ...t.columns].map((c) => sql.identifier(c)), sql`, `);
+    return db.transaction(async (tx) => {
+      const rows = rowsOf(
+        await tx.execute(
+          sql`select ${cols} from ${sql.identifier(t.table)} where (${stale}) ${afterClause} order by ${keyCols} limit ${batchSize} for update`,
+        ),
+      );
+      let done = 0;
+      let failed = 0;
+      for (const row of rows) {
+        const key = t.key.map((k) => String(row[k]));
+        const rowId = t.rowId(key);
+        const where = sql.join(t.key.map((k, i) => sql`${sql.identifier(k)} = ${key[i]}`), sql` and `);
+        const sets: SQL[] = [];
+        for (const column of t.columns) {
+          const stored = row[column];
+          if (typeof stored !== 'string' || stored.startsWith(prefix)) continue;
+          try {
+            const clear = phi.open(stored, t.table, column, rowId);
+            sets.push(sql`${sql.identifier(column)} = ${phi.seal(clear, t.table, column, rowId)}`);
+          } catch {
+            failed++;
+          }
+        }
+        if (sets.length === 0) continue;
+        // Sync triggers bump row_version on update: devices pull the re-encrypted row, which reads the same.
+        await tx.execute(sql`update ${sql.identifier(t.table)} set ${sql.join(sets, sql`, `)} where ${where}`);
+        done += sets.length;
+      }
+      const last = rows.at(-1);
+      return { done, failed, rows: rows.length, last: last ? t.key.map((k) => String(last[k])) : null };
+    });
+  }
+
+  async function reencryptAll(batchSize: number): Promise<ReencryptResult> {
+    const reencrypted: Record<string, number> = {};
+    let failed = 0;
+    let batches = 0;
+    for (const t of PHI_TABLES) {
+      let count = 0;
+      let after: string[] | null = null;
+      for (;;) {
+        const b = await batch(t, after, batchSize);
+        batches++;
+        count += b.done;
+        failed += b.failed;
+        if (b.rows < batchSize || !b.last) break;
+        after = b.last;
+      }
+      reencrypted[t.table] = count;
+    }
+    const total = Object.values(reencrypted).reduce((a, b) => a + b, 0);
+    return { key_id: phi.ring().currentKeyId, reencrypted, total, failed, batches };
+  }
+
+  async function writeKeyFileAtomically(file: PhiKeyFile): Promise<void> {
+    await fs.mkdir(path.dirname(keyFile), { recursive: true, mode: 0o700 });
+    const tmp = `${keyFile}.${process.pid}.tmp`;
+    const handle = await fs.open(tmp, 'w', 0o600);
+    try {
+      await handle.writeFile(JSON.stringify(file, null, 2));
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.chmod(tmp, 0o600);
+    await fs.rename(tmp, keyFile);
+  }
+
+  let running: Promise<unknown> | null = null;
+  /** One rotation or re-encryption at a time in this process. */
+  async function exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    if (running) throw new Conflict('A key rotation is already running', 'rotation_running');
+    const p = fn();
+    running = p;
+    try {
+      return await p;
+    } finally {
+      running = null;
+    }
+  }
+
+  /*
+   * Not `audit.around`: each batch is its own transaction (an outer one would hold every row
+   * of the rotation, and PGlite has a single connection), so the outcome is recorded after.
+   */
+  async function audited(details: Record<string, unknown>, keyId: string, fn: () => Promise<ReencryptResult>): Promise<ReencryptResult> {
+    const entry = { action: 'rotate' as const, resourceType: 'phi_keys', resourceId: keyId };
+    try {
+      const result = await fn();
+      const summary = { reencrypted: result.total, failed: result.failed, batches: result.batches };
+      await audit.record(db, OPERATOR, { ...entry, details: { ...details, ...summary } }, 'success');
+      return result;
+    } catch (err) {
+      await audit.record(db, OPERATOR, { ...entry, details }, 'error').catch(() => {});
+      throw err;
+    }
+  }
+
+  const batchOf = (n?: number) => Math.max(1, Math.min(n ?? 500, 10_000));
+
+  return {
+    /** Key ids and how many stored values each one encrypts. */
+    async status(): Promise<KeyStatus> {
+      const ring = phi.ring();
+      const counts = new Map<string, number>();
+      for (const t of PHI_TABLES) {
+        for (const column of t.columns) {
+          const c = sql.identifier(column);
+          const rows = rowsOf(
+            await db.execute(
+              sql`select split_part(${c}, '.', 2) as kid, cast(count(*) as int) as n from ${sql.identifier(t.table)} where ${c} is not null group by 1`,
+            ),
+          );
+          for (const r of rows) counts.set(String(r.kid), (counts.get(String(r.kid)) ?? 0) + Number(r.n));
+        }
+      }
+      const file = config.phiKeys
+        ? parseKeyFile(config.phiKeys, 'PHI_KEYS')
+        : await loadPhiKeyFile({ phiKeys: null, dataDir: config.dataDir }).catch(() => null);
+      const ringIds = new Set([...(file?.keys.map((k) => k.id) ?? []), ring.currentKeyId]);
+      const keys = [...new Set([...ringIds, ...counts.keys()])]
+        .sort()
+        .map((id) => ({ id, current: id === ring.currentKeyId, in_ring: ringIds.has(id), values: counts.get(id) ?? 0 }));
+      return {
+        current_key_id: ring.currentKeyId,
+        key_source: keySource,
+        key_file: keySource === 'file' ? keyFile : null,
+        keys,
+        unknown_key_values: keys.filter((k) => !k.in_ring).reduce((a, k) => a + k.values, 0),
+        not_current: keys.filter((k) => !k.current).reduce((a, k) => a + k.values, 0),
+      };
+    },
+
+    /**
+     * Embedded keys (data-dir file): a new current key is written atomically (0600) and
+     * installed in this process's ring, then everything is re-encrypted. Keys from PHI_KEYS:
+     * nothing changes here; the answer carries the new PHI_KEYS to deploy, after which
+     * `reencrypt` finishes the job.
+     */
+    async rotate(opts: { batchSize?: number } = {}): Promise<RotateResult> {
+      if (config.phiKeys) {
+        const current = parseKeyFile(config.phiKeys, 'PHI_KEYS');
+        const next = rotateKeyFile(current);
+        await audit.record(db, OPERATOR, { action: 'rotate', resourceType: 'phi_keys', details: { from: current.current, proposed: next.current, applied: false } }, 'success');
+        return {
+          rotated: false,
+          reason: 'keys_from_env',
+          new_key_id: next.current,
+          phi_keys: JSON.stringify(next),
+          next_steps:
+            'PHI_KEYS comes from the environment, so nothing was changed. Deploy this value as PHI_KEYS to every server and restart them, then run `fieldchart keys reencrypt` with the same PHI_KEYS.',
+        };
+      }
+      return exclusive(async () => {
+        const previous = phi.ring().currentKeyId;
+        const file = rotateKeyFile(await loadPhiKeyFile({ phiKeys: null, dataDir: config.dataDir }));
+        await writeKeyFileAtomically(file);
+        phi.install(file);
+        const result = await audited({ from: previous, to: file.current }, file.current, () => reencryptAll(batchOf(opts.batchSize)));
+        return { rotated: true as const, previous_key_id: previous, key_file: keyFile, ...result };
+      });
+    },
+
+    /** Re-encrypts every value not under the current key (after a PHI_KEYS deploy, or to resume). */
+    async reencrypt(opts: { batchSize?: number } = {}): Promise<ReencryptResult> {
+      return exclusive(() => audited({ reencrypt_only: true }, phi.ring().currentKeyId, () => reencryptAll(batchOf(opts.batchSize))));
+    },
+  };
+}
+
+export type PhiRotation = ReturnType<typeof createPhiRotation>;

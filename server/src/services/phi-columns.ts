@@ -1,0 +1,41 @@
+/**
+ * Every column that holds PHI encrypted with the key ring, with how its rows are bound
+ * (phi-crypto's `aadOf(table, column, rowId)`). Key rotation and `keys status` walk this
+ * list; a new encrypted column must be added here, or rotation leaves it under the old key
+ * (test/server/phi-at-rest.test.ts checks every listed column after a rotation).
+ */
+export interface PhiTable {
+  /** SQL table name. */
+  readonly table: string;
+  /** SQL primary-key columns, in key order. */
+  readonly key: readonly string[];
+  /** SQL names of the encrypted columns. */
+  readonly columns: readonly string[];
+  /** The row id the values are bound to, from the primary-key values. */
+  rowId(key: readonly string[]): string;
+}
+
+const byId = (key: readonly string[]) => key[0] ?? '';
+
+export const PHI_TABLES: readonly PhiTable[] = [
+  {
+    table: 'patients',
+    key: ['id'],
+    columns: ['first_name_enc', 'last_name_enc', 'email_enc', 'phone_enc', 'address_enc'],
+    rowId: byId,
+  },
+  { table: 'visits', key: ['id'], columns: ['address_enc', 'notes_enc'], rowId: byId },
+  {
+    table: 'soap_notes',
+    key: ['id'],
+    columns: ['subjective_enc', 'objective_enc', 'assessment_enc', 'plan_enc', 'vital_signs_enc', 'signature_enc'],
+    rowId: byId,
+  },
+  // Stored idempotent responses can carry PHI; services/idempotency.ts binds them to scope NUL key.
+  {
+    table: 'idempotency_keys',
+    key: ['scope', 'key'],
+    columns: ['response_body'],
+    rowId: (key) => `${key[0] ?? ''}\u0000${key[1] ?? ''}`,
+  },
+];
