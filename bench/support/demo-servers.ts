@@ -1,0 +1,71 @@
+/**
+ * The servers for bench/visits-throughput.ts, in a process of their own: a bare Fastify
+ * route, and a real Fieldchart server (as the test suite starts it; PGlite, or PostgreSQL
+ * with BENCH_DATABASE_URL) loaded with `fieldchart seed --demo`. Sends `{ ready }` with the
+ * demo clinician's token and a documented visit's uuid; closes on `'stop'` or disconnect.
+ */
+import type { AddressInfo } from 'node:net';
+import Fastify from 'fastify';
+
+export interface DemoServers {
+  readonly backend: 'pglite' | 'postgres';
+  readonly bareUrl: string;
+  readonly apiOrigin: string;
+  readonly apiPrefix: string;
+  readonly token: string;
+  readonly visitUuid: string;
+  readonly visits: number;
+  readonly todayVisits: number;
+}
+
+if (!process.send) throw new Error('demo-servers runs as a child process of a bench script');
+
+const pgUrl = process.env.BENCH_DATABASE_URL;
+if (pgUrl) process.env.TEST_DATABASE_URL = pgUrl;
+const { backends } = await import('../../test/helpers/backends.ts');
+const { API, startTestServer } = await import('../../test/helpers/test-server.ts');
+const { operationContext, runOperation } = await import('../../server/src/admin/operations.ts');
+
+const backend = backends.find((b) => b.name === (pgUrl ? 'postgres' : 'pglite'));
+if (!backend) throw new Error('backend not available');
+
+const bare = Fastify({ logger: false });
+bare.get('/ping', async () => ({ status: true, data: { pong: true } }));
+await bare.listen({ host: '127.0.0.1', port: 0 });
+
+const server = await startTestServer(backend);
+let stopping: Promise<void> | null = null;
+const stop = () =>
+  (stopping ??= (async () => {
+    await server.close().catch((err: Error) => console.error(`closing the server: ${err.message}`));
+    await bare.close();
+    process.disconnect?.();
+  })());
+process.on('message', (m) => m === 'stop' && void stop());
+process.on('disconnect', () => void stop());
+
+const seeded = (await runOperation(operationContext(server.runtime.services, server.runtime.database), 'seed.demo', {})) as {
+  email: string;
+  password: string;
+  visits: { total: number; today: number };
+};
+const signIn = await server.api('POST', '/sign-in', { body: { email: seeded.email, password: seeded.password } });
+const token = signIn.body?.data?.token as string | undefined;
+const history = await server.api('GET', '/get-visit-history?record_type=with_notes&per_page=1', { token: token ?? null });
+const visitUuid = history.body?.data?.[0]?.schedule_uuid as string | undefined;
+if (!token || !visitUuid) {
+  await stop();
+  throw new Error(`demo set-up failed: sign-in ${signIn.status}, history ${history.status}`);
+}
+
+const ready: DemoServers = {
+  backend: backend.name,
+  bareUrl: `http://127.0.0.1:${(bare.server.address() as AddressInfo).port}`,
+  apiOrigin: server.url,
+  apiPrefix: API,
+  token,
+  visitUuid,
+  visits: seeded.visits.total,
+  todayVisits: seeded.visits.today,
+};
+process.send({ ready });

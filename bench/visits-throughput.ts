@@ -1,0 +1,65 @@
+/**
+ * Visit reads with the demo data (`fieldchart seed --demo`: ~80 visits of 12 patients, PHI
+ * sealed), beside a bare Fastify route in the same run:
+ *
+ *   bare           GET /ping on a Fastify server with one trivial JSON route
+ *   upcoming       GET /api/therapist/v1/get-upcomming-visits (today's and upcoming Visit records,
+ *                  names and addresses decrypted, one audit row per request)
+ *   visit-details  GET /api/therapist/v1/visit-details/{uuid} of a documented visit (timer events,
+ *                  mileage, the decrypted SOAP note and signature, one audit row)
+ *
+ * Servers run in a child process (support/demo-servers.ts): PGlite by default, PostgreSQL when
+ * BENCH_DATABASE_URL is set. Settings: BENCH_DURATION_SECONDS (default 6, 1–30),
+ * BENCH_CONNECTIONS (default 10, 1–64). Output: a table, then one JSON line (last on stdout).
+ */
+import os from 'node:os';
+import type { DemoServers } from './support/demo-servers.ts';
+import { compared, jsonRows, measure, setting, startChild, stopChild, table, type Measured, type Target } from './support/measure.ts';
+
+const DURATION = setting('BENCH_DURATION_SECONDS', 6, 1, 30);
+const CONNECTIONS = setting('BENCH_CONNECTIONS', 10, 1, 64);
+const WARMUP_SECONDS = 1;
+
+const loadBefore = os.loadavg()[0] ?? 0;
+const { child, ready: s } = await startChild<DemoServers>(new URL('./support/demo-servers.ts', import.meta.url));
+try {
+  const api = s.apiOrigin + s.apiPrefix;
+  const auth = { authorization: `Bearer ${s.token}` };
+  process.stderr.write(
+    `visits-throughput: ${s.backend}, demo data ${s.visits} visits (${s.todayVisits} today), ${DURATION} s per target after ${WARMUP_SECONDS} s warm-up, ${CONNECTIONS} connections\n`,
+  );
+  const targets: Target[] = [
+    { name: 'bare', what: 'GET /ping (bare Fastify)', opts: { url: `${s.bareUrl}/ping` } },
+    { name: 'upcoming', what: `GET ${s.apiPrefix}/get-upcomming-visits`, opts: { url: `${api}/get-upcomming-visits`, headers: auth } },
+    { name: 'visit-details', what: `GET ${s.apiPrefix}/visit-details/{uuid}`, opts: { url: `${api}/visit-details/${s.visitUuid}`, headers: auth } },
+  ];
+  const measured: Measured[] = [];
+  for (const t of targets) {
+    process.stderr.write(`  ${t.name}…\n`);
+    measured.push(await measure(t, { durationSeconds: DURATION, warmupSeconds: WARMUP_SECONDS, connections: CONNECTIONS }));
+  }
+  const rows = compared(measured);
+  console.log(table(rows));
+  const failed = rows.filter((r) => r.non2xx + r.errors + r.timeouts > 0);
+  if (failed.length > 0) {
+    process.stderr.write(`some requests failed: ${failed.map((r) => `${r.name} ${JSON.stringify(r.statuses)}`).join(', ')} — the figures are not comparable\n`);
+    process.exitCode = 1;
+  }
+  console.log(
+    JSON.stringify({
+      bench: 'visits-throughput',
+      backend: s.backend,
+      demoVisits: s.visits,
+      todayVisits: s.todayVisits,
+      durationSeconds: DURATION,
+      connections: CONNECTIONS,
+      node: process.version,
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model ?? null,
+      loadAverage: { before: Number(loadBefore.toFixed(2)), after: Number((os.loadavg()[0] ?? 0).toFixed(2)) },
+      results: jsonRows(rows),
+    }),
+  );
+} finally {
+  await stopChild(child);
+}
