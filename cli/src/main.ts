@@ -4,10 +4,13 @@
  */
 import fs from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { registerAudit } from './commands/audit.ts';
 import { registerInvitation } from './commands/invitation.ts';
+import { registerKeys } from './commands/keys.ts';
 import { registerMail } from './commands/mail.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerOrg } from './commands/org.ts';
+import { registerSeed } from './commands/seed.ts';
 import { registerServe } from './commands/serve.ts';
 import { registerUser } from './commands/user.ts';
 import { CliError, EXIT } from './errors.ts';
@@ -33,6 +36,9 @@ export function buildProgram(): Command {
   registerMail(program);
   registerOrg(program);
   registerInvitation(program);
+  registerSeed(program);
+  registerKeys(program);
+  registerAudit(program);
   return program;
 }
 

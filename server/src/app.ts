@@ -1,4 +1,5 @@
 import './http/validation-messages.ts';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
@@ -20,6 +21,9 @@ import { claimRoutes } from './routes/claims.ts';
 import { healthRoutes, type HealthProbe } from './routes/health.ts';
 import { invitationRoutes } from './routes/invitations.ts';
 import { organizationRoutes } from './routes/organizations.ts';
+import { patientRoutes } from './routes/patients.ts';
+import { reportRoutes } from './routes/reports.ts';
+import { visitRoutes } from './routes/visits.ts';
 import type { Services } from './services/index.ts';
 
 export const API_PREFIX = '/api/therapist/v1';
@@ -72,6 +76,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     trustProxy: config.trustProxy,
     bodyLimit: config.limits.bodyLimitBytes,
     return503OnClosing: true,
+    // Unique across restarts and nodes: the audit log ties each PHI access to its request by this id.
+    genReqId: () => randomUUID(),
     forceCloseConnections: 'idle',
     ...(config.tls
       ? {
@@ -119,6 +125,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await api.register(organizationRoutes, { services });
       await api.register(invitationRoutes, { services });
       await api.register(claimRoutes, { services });
+      await api.register(patientRoutes, { services });
+      await api.register(reportRoutes, { services });
+      await api.register(visitRoutes, { services });
       api.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
     },
     { prefix: API_PREFIX },

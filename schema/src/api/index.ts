@@ -5,3 +5,4 @@ export * from './organizations.ts';
 export * from './patients.ts';
 export * from './visits.ts';
 export * from './clinician-settings.ts';
+export * from './reports.ts';

@@ -4,7 +4,9 @@ import type { Database } from '../db/database.ts';
 import { migrationStatus, type MigrationStatus } from '../db/migrate.ts';
 import type { Services } from '../services/index.ts';
 import { NotFound } from '../errors.ts';
+import { clinicalOperations } from './clinical-operations.ts';
 import { organizationOperations } from './organization-operations.ts';
+import { seedOperations } from './seed-operations.ts';
 
 /**
  * Operator commands as data: the CLI runs them against the database itself, or — when a
@@ -52,6 +54,8 @@ export const operations = {
   }),
   'maintenance.purge': op(z.object({}), (ctx) => ctx.services.maintenance.purgeExpired()),
   ...organizationOperations,
+  ...seedOperations,
+  ...clinicalOperations,
 } as const;
 
 export type OperationName = keyof typeof operations;

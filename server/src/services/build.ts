@@ -1,10 +1,11 @@
+import fs from 'node:fs';
 import { systemClock, type Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import { createMailTransport, type MailTransport } from '../mail/transport.ts';
 import { createIdTokenVerifier, type IdTokenVerifier } from '../security/id-token-verifier.ts';
 import { createPhiCrypto } from '../security/phi-crypto.ts';
-import { loadPhiKeyFile } from '../security/phi-keyring.ts';
+import { loadPhiKeyFile, parseKeyFile, phiKeyFileOf, type PhiKeyFile } from '../security/phi-keyring.ts';
 import { loadSigningKeys } from '../security/signing-keys.ts';
 import { createServices, type Services } from './index.ts';
 
@@ -31,7 +32,19 @@ export async function buildServices(config: Config, db: Db, opts: BuildServicesO
     opts.mailTransport ?? createMailTransport({ smtpUrl: config.mail.smtpUrl, from: config.mail.from, dataDir: config.dataDir });
   const idTokens =
     opts.idTokens ?? createIdTokenVerifier({ providers: { google: config.social.google, apple: config.social.apple } });
-  const phi = createPhiCrypto(await loadPhiKeyFile({ phiKeys: config.phiKeys, dataDir: config.dataDir }));
+  const phiKeyFile = phiKeyFileOf(config.dataDir);
+  const phi = createPhiCrypto(await loadPhiKeyFile({ phiKeys: config.phiKeys, dataDir: config.dataDir }), {
+    // A key file can be rotated by another process (the CLI on PostgreSQL); PHI_KEYS cannot.
+    ...(config.phiKeys ? {} : { reload: () => readPhiKeyFileSync(phiKeyFile) }),
+  });
   const services = createServices({ config, db, clock: opts.clock ?? systemClock, signingKeys, idTokens, mailTransport, phi });
   return { services, close: () => mailTransport.close() };
+}
+
+function readPhiKeyFileSync(file: string): PhiKeyFile | null {
+  try {
+    return parseKeyFile(fs.readFileSync(file, 'utf8'), file);
+  } catch {
+    return null;
+  }
 }

@@ -6,6 +6,7 @@ import { createAccessTokens } from '../security/access-tokens.ts';
 import type { IdTokenVerifier } from '../security/id-token-verifier.ts';
 import type { PhiCrypto } from '../security/phi-crypto.ts';
 import type { SigningKeys } from '../security/signing-keys.ts';
+import { createAuditExport } from './audit/audit-export.ts';
 import { createAuditLog } from './audit/audit-log.ts';
 import { createClinicianSettings } from './clinician-settings.ts';
 import { createAccounts } from './auth/accounts.ts';
@@ -15,8 +16,14 @@ import { createIdempotency } from './idempotency.ts';
 import { createMaintenance } from './maintenance.ts';
 import { createMailOutbox } from './mail/mail-outbox.ts';
 import { createOrganizationServices } from './organizations/index.ts';
+import { seatOf } from './organizations/seats.ts';
+import { createPatients } from './patients/index.ts';
+import { createPhiRotation } from './keys/phi-rotation.ts';
+import { createReports } from './reports/index.ts';
+import { createDemoSeed } from './seed/demo-seed.ts';
 import { createThrottle } from './throttle.ts';
 import { createUsers } from './users/users.ts';
+import { createVisitServices } from './visits/index.ts';
 
 export interface ServiceDeps {
   readonly config: Config;
@@ -42,11 +49,13 @@ export function createServices(deps: ServiceDeps) {
   const mail = createMailOutbox({ db, clock, transport: deps.mailTransport });
   const idempotency = createIdempotency({ db, clock, phi: deps.phi, ttlSeconds: config.limits.idempotencyTtlSeconds });
   const organizationServices = createOrganizationServices({ db, clock, config, sessions, throttle, mail });
+  const audit = createAuditLog({ db, clock });
+  const clinicianSettings = createClinicianSettings({ db, clock });
   return {
     config,
     phi: deps.phi,
-    audit: createAuditLog({ db, clock }),
-    clinicianSettings: createClinicianSettings({ db, clock }),
+    audit,
+    clinicianSettings,
     sessions,
     throttle,
     mail,
@@ -54,8 +63,16 @@ export function createServices(deps: ServiceDeps) {
     passwordReset: createPasswordReset({ db, clock, config, throttle, sessions, mail }),
     users: createUsers({ db, clock, sessions, joinRequests: organizationServices.joinRequests }),
     ...organizationServices,
+    ...createVisitServices({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
     idempotency,
     maintenance: createMaintenance({ db, clock, idempotency }),
+    /** The caller's organization seat, for audit contexts (http/audit-context.ts). */
+    seatOf: (userId: string) => seatOf(db, userId),
+    patients: createPatients({ db, clock, phi: deps.phi, audit }),
+    auditExport: createAuditExport({ db, audit }),
+    phiKeys: createPhiRotation({ db, config, phi: deps.phi, audit }),
+    reports: createReports({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
+    demoSeed: createDemoSeed({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
   };
 }
 
