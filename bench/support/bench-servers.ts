@@ -8,8 +8,7 @@
  * Protocol (IPC): sends `{ ready: BenchServers }` once listening; on `'stop'`, or when the
  * parent goes away, closes everything and exits.
  */
-import type { AddressInfo } from 'node:net';
-import Fastify from 'fastify';
+import { startServerPair } from './server-pair.ts';
 
 export interface BenchServers {
   readonly backend: 'pglite' | 'postgres';
@@ -25,35 +24,15 @@ export interface BenchServers {
 
 if (!process.send) throw new Error('bench-servers runs as a child process of a bench script');
 
-// backends.ts decides at import which backends exist, from TEST_DATABASE_URL.
-const pgUrl = process.env.BENCH_DATABASE_URL;
-if (pgUrl) process.env.TEST_DATABASE_URL = pgUrl;
-const { backends } = await import('../../test/helpers/backends.ts');
-const { API, newAccount, startTestServer } = await import('../../test/helpers/test-server.ts');
-
-const backend = backends.find((b) => b.name === (pgUrl ? 'postgres' : 'pglite'));
-if (!backend) throw new Error('backend not available');
-
-const bare = Fastify({ logger: false });
-bare.get('/ping', async () => ({ status: true, data: { pong: true } }));
-await bare.listen({ host: '127.0.0.1', port: 0 });
-
 // The bench signs one account in from every connection at once. Sign-in counts each attempt
 // against the failure throttle while its password is being checked (services/auth/accounts.ts),
 // so ten parallel correct sign-ins would trip the production limit of ten; the limits are
 // raised here. The work measured (the counter statements) is the same at any limit.
-const server = await startTestServer(backend, {
+const { backend, bareUrl, server, stop } = await startServerPair({
   env: { SIGNIN_FAILURES_PER_ACCOUNT: '1000000', SIGNIN_FAILURES_PER_ADDRESS: '1000000' },
 });
-let stopping: Promise<void> | null = null;
-const stop = () =>
-  (stopping ??= (async () => {
-    await server.close().catch((err: Error) => console.error(`closing the server: ${err.message}`));
-    await bare.close();
-    process.disconnect?.();
-  })());
-process.on('message', (m) => m === 'stop' && void stop());
-process.on('disconnect', () => void stop());
+// Imported after the pair has set TEST_DATABASE_URL.
+const { API, newAccount } = await import('../../test/helpers/test-server.ts');
 
 const account = newAccount();
 const res = await server.api('POST', '/register', { body: account });
@@ -63,8 +42,8 @@ if (res.status !== 200) {
 }
 
 const ready: BenchServers = {
-  backend: backend.name,
-  bareUrl: `http://127.0.0.1:${(bare.server.address() as AddressInfo).port}`,
+  backend,
+  bareUrl,
   apiOrigin: server.url,
   apiPrefix: API,
   email: account.email,

@@ -4,8 +4,7 @@
  * with BENCH_DATABASE_URL) loaded with `fieldchart seed --demo`. Sends `{ ready }` with the
  * demo clinician's token and a documented visit's uuid; closes on `'stop'` or disconnect.
  */
-import type { AddressInfo } from 'node:net';
-import Fastify from 'fastify';
+import { startServerPair } from './server-pair.ts';
 
 export interface DemoServers {
   readonly backend: 'pglite' | 'postgres';
@@ -20,29 +19,10 @@ export interface DemoServers {
 
 if (!process.send) throw new Error('demo-servers runs as a child process of a bench script');
 
-const pgUrl = process.env.BENCH_DATABASE_URL;
-if (pgUrl) process.env.TEST_DATABASE_URL = pgUrl;
-const { backends } = await import('../../test/helpers/backends.ts');
-const { API, startTestServer } = await import('../../test/helpers/test-server.ts');
+const { backend, bareUrl, server, stop } = await startServerPair();
+// Imported after the pair has set TEST_DATABASE_URL.
+const { API } = await import('../../test/helpers/test-server.ts');
 const { operationContext, runOperation } = await import('../../server/src/admin/operations.ts');
-
-const backend = backends.find((b) => b.name === (pgUrl ? 'postgres' : 'pglite'));
-if (!backend) throw new Error('backend not available');
-
-const bare = Fastify({ logger: false });
-bare.get('/ping', async () => ({ status: true, data: { pong: true } }));
-await bare.listen({ host: '127.0.0.1', port: 0 });
-
-const server = await startTestServer(backend);
-let stopping: Promise<void> | null = null;
-const stop = () =>
-  (stopping ??= (async () => {
-    await server.close().catch((err: Error) => console.error(`closing the server: ${err.message}`));
-    await bare.close();
-    process.disconnect?.();
-  })());
-process.on('message', (m) => m === 'stop' && void stop());
-process.on('disconnect', () => void stop());
 
 const seeded = (await runOperation(operationContext(server.runtime.services, server.runtime.database), 'seed.demo', {})) as {
   email: string;
@@ -59,8 +39,8 @@ if (!token || !visitUuid) {
 }
 
 const ready: DemoServers = {
-  backend: backend.name,
-  bareUrl: `http://127.0.0.1:${(bare.server.address() as AddressInfo).port}`,
+  backend,
+  bareUrl,
   apiOrigin: server.url,
   apiPrefix: API,
   token,

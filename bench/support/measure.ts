@@ -29,9 +29,11 @@ export interface Measured {
   readonly non2xx: number;
   readonly errors: number;
   readonly timeouts: number;
+  /** Response count by status code. */
   readonly statuses: Record<string, number>;
 }
 
+/** Runs autocannon and keeps every response time (ms, float). */
 async function run(opts: autocannon.Options, connections: number): Promise<{ result: autocannon.Result; latencies: Float64Array }> {
   let latencies = new Float64Array(1 << 16);
   let n = 0;
@@ -54,11 +56,16 @@ export function percentile(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 }
 
-/** One more request queued behind the load: the next phase starts on an idle server. */
+/**
+ * autocannon drops its connections when the time is up, but the server still finishes what
+ * it had started (ten argon2 verifications, say). One more request of the same kind, queued
+ * behind them, returns once they are done: the next phase starts on an idle server.
+ */
 async function drain(t: Target): Promise<void> {
   const res = await fetch(t.opts.url, {
     method: t.opts.method ?? 'GET',
     headers: t.opts.headers as Record<string, string> | undefined,
+    ...(typeof t.opts.body === 'string' ? { body: t.opts.body } : {}),
     signal: AbortSignal.timeout(60_000),
   });
   await res.arrayBuffer();

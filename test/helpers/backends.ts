@@ -56,6 +56,7 @@ async function pgliteTemplateBlob(): Promise<Blob> {
   const database = await openDatabase({ kind: 'pglite', dataDir: 'memory://' });
   const pglite = database.pglite as PGlite;
   const pool = new PglitePgPool(pglite);
+  pool.on('error', () => {});
   await migrateAll(database, pool.asPgPool());
   await pool.end();
   const blob = await pglite.dumpDataDir('gzip');

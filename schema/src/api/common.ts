@@ -17,4 +17,13 @@ export const otp = z.string().regex(/^\d{6}$/, 'must be 6 digits');
 
 export const uuid = z.uuid();
 
+/** A calendar date, YYYY-MM-DD, that exists (no February 30). */
+export const isoDate = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date (YYYY-MM-DD)')
+  .refine((s) => {
+    const d = new Date(`${s}T00:00:00Z`);
+    return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s);
+  }, 'is not a real date');
+
 export const isoDateTime = z.string().meta({ format: 'date-time' });

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { isoDateTime } from './common.ts';
+import { isoDate, isoDateTime } from './common.ts';
 
 /*
  * Records the spec leaves "not shown", decided for the app developer: complete, consistent,
@@ -9,7 +9,6 @@ import { isoDateTime } from './common.ts';
 
 const text = (max: number) => z.string().trim().max(max);
 const optionalText = (max: number) => text(max).nullable().optional();
-const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date (YYYY-MM-DD)');
 
 /** ICD-10-CM code, e.g. M17.11 or R26.81. */
 export const icd10Code = z

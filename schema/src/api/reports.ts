@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { isoDate } from './common.ts';
 import { visit } from './visits.ts';
 
 /*
@@ -7,22 +8,14 @@ import { visit } from './visits.ts';
  * money in dollars rounded to cents, miles rounded to hundredths.
  */
 
-const reportDate = z
-  .string()
-  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date (YYYY-MM-DD)')
-  .refine((s) => {
-    const d = new Date(`${s}T00:00:00Z`);
-    return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s);
-  }, 'is not a real date');
-
 export const reportRangeQuery = z.object({
-  from: reportDate.optional().describe('First day, inclusive (default: January 1 of the current year)'),
-  to: reportDate.optional().describe('Last day, inclusive (default: December 31 of the current year)'),
+  from: isoDate.optional().describe('First day, inclusive (default: January 1 of the current year)'),
+  to: isoDate.optional().describe('Last day, inclusive (default: December 31 of the current year)'),
 });
 
 export const timeSavedQuery = z.object({
-  from: reportDate.optional().describe('First day, inclusive (default: 90 days before today)'),
-  to: reportDate.optional().describe('Last day, inclusive (default: today)'),
+  from: isoDate.optional().describe('First day, inclusive (default: 90 days before today)'),
+  to: isoDate.optional().describe('Last day, inclusive (default: today)'),
   scope: z.enum(['me', 'organization']).default('me').describe("'organization' needs an organization admin seat"),
 });
 

@@ -1,17 +1,10 @@
 import * as z from 'zod';
-import { isoDateTime } from './common.ts';
+import { isoDate, isoDateTime } from './common.ts';
 import { vitalSigns } from './patients.ts';
 
 export const TIMER_EVENT_TYPES = ['start_travel', 'arrive', 'start_documentation', 'complete'] as const;
 export const VISIT_TYPES = ['evaluation', 'routine', 'reassessment', 'discharge', 'supervisory'] as const;
 
-const isoDate = z
-  .string()
-  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date (YYYY-MM-DD)')
-  .refine((s) => {
-    const d = new Date(`${s}T00:00:00Z`);
-    return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s);
-  }, 'is not a real date');
 const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be a time (HH:MM, 00:00–23:59)');
 
 export const visitRequestBody = z.object({

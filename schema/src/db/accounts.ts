@@ -6,13 +6,10 @@ import {
   jsonb,
   pgTable,
   text,
-  timestamp,
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
-
-const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
-const createdAt = () => ts('created_at').notNull().defaultNow();
+import { createdAt, ts, updatedAt } from './columns.ts';
 
 export const users = pgTable(
   'users',
@@ -39,7 +36,7 @@ export const users = pgTable(
     featureOverrides: jsonb('feature_overrides').$type<Record<string, boolean>>().notNull().default({}),
     passwordChangedAt: ts('password_changed_at'),
     createdAt: createdAt(),
-    updatedAt: ts('updated_at').notNull().defaultNow(),
+    updatedAt: updatedAt(),
   },
   (t) => [uniqueIndex('users_email_key').on(t.email)],
 );

@@ -1,10 +1,8 @@
 import { sql } from 'drizzle-orm';
-import { boolean, check, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { boolean, check, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { users } from './accounts.ts';
+import { createdAt, ts, updatedAt } from './columns.ts';
 import { syncColumns } from './sync-columns.ts';
-
-const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
-const createdAt = () => ts('created_at').notNull().defaultNow();
 
 export const ORGANIZATION_TYPES = ['staffing_company', 'home_health_agency', 'clinic', 'private_practice', 'hospital'] as const;
 export type OrganizationType = (typeof ORGANIZATION_TYPES)[number];
@@ -32,7 +30,7 @@ export const organizations = pgTable(
     requestedBy: uuid('requested_by').references(() => users.id, { onDelete: 'set null' }),
     approvedAt: ts('approved_at'),
     createdAt: createdAt(),
-    updatedAt: ts('updated_at').notNull().defaultNow(),
+    updatedAt: updatedAt(),
     ...syncColumns(),
   },
   (t) => [
