@@ -20,9 +20,28 @@ export interface ClinicianSettings {
   readonly mileage_rate: number;
 }
 
+// Building an Intl.DateTimeFormat costs far more than using one (it showed in request
+// profiles). Zones are validated IANA names, a bounded set, so one of each per zone is kept.
+const dateFormats = new Map<string, Intl.DateTimeFormat>();
+const instantFormats = new Map<string, Intl.DateTimeFormat>();
+
+function formatFor(
+  cache: Map<string, Intl.DateTimeFormat>,
+  locale: string,
+  timeZone: string,
+  options: Intl.DateTimeFormatOptions,
+): Intl.DateTimeFormat {
+  let f = cache.get(timeZone);
+  if (!f) {
+    f = new Intl.DateTimeFormat(locale, { timeZone, ...options });
+    cache.set(timeZone, f);
+  }
+  return f;
+}
+
 /** The calendar date (YYYY-MM-DD) at `now` in `timeZone`. */
 export function localDate(now: Date, timeZone: string): string {
-  const parts = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(now);
+  const parts = formatFor(dateFormats, 'en-CA', timeZone, { year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(now);
   const get = (t: string) => parts.find((p) => p.type === t)?.value ?? '';
   return `${get('year')}-${get('month')}-${get('day')}`;
 }
@@ -31,8 +50,7 @@ export function localDate(now: Date, timeZone: string): string {
 export function zonedInstant(date: string, time: string, timeZone: string): Date {
   const naive = new Date(`${date}T${time}:00Z`);
   // The zone's offset at that moment, found by formatting the naive instant in the zone.
-  const fmt = new Intl.DateTimeFormat('en-US', {
-    timeZone,
+  const fmt = formatFor(instantFormats, 'en-US', timeZone, {
     hourCycle: 'h23',
     year: 'numeric',
     month: '2-digit',
