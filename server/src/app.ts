@@ -108,7 +108,28 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     transform: (input) => {
       const out = jsonSchemaTransform(input);
       const isPublic = (input.route.config as { public?: boolean } | undefined)?.public;
-      return isPublic ? out : { ...out, schema: { ...out.schema, security: [{ bearer: [] }] } };
+      const method = String(Array.isArray(input.route.method) ? input.route.method[0] : input.route.method).toLowerCase();
+      const schema: Record<string, unknown> = {
+        ...out.schema,
+        // Stable names for generated clients: method + path, e.g. post_sign_in_social.
+        operationId: `${method}_${input.url.replace(API_PREFIX, '').replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '')}`,
+      };
+      if (!isPublic) schema.security = [{ bearer: [] }];
+      if (method === 'post' || method === 'put') {
+        const headers = (out.schema.headers ?? { type: 'object', properties: {} }) as { properties?: Record<string, unknown> };
+        schema.headers = {
+          ...headers,
+          properties: {
+            ...headers.properties,
+            'idempotency-key': {
+              type: 'string',
+              maxLength: 255,
+              description: 'Retry safely: a repeat with the same key and body answers the first response and changes nothing (24 h)',
+            },
+          },
+        };
+      }
+      return { ...out, schema };
     },
     transformObject: (input) => withoutUnusedSchemas(jsonSchemaTransformObject(input)),
   });

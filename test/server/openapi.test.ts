@@ -108,6 +108,21 @@ forEachBackend('API description and health', (backend) => {
     assert.ok(documented.includes('get /healthz') && documented.includes('get /readyz'));
   });
 
+  test('every operation has a unique operationId, and every POST/PUT documents Idempotency-Key', () => {
+    const ids: string[] = [];
+    for (const [, ops] of Object.entries<Record<string, any>>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(ops)) {
+        assert.equal(typeof op.operationId, 'string');
+        ids.push(op.operationId);
+        if (method === 'post' || method === 'put') {
+          const header = (op.parameters ?? []).find((p: any) => p.in === 'header' && p.name === 'idempotency-key');
+          assert.ok(header, `${method} ${op.operationId} does not document Idempotency-Key`);
+        }
+      }
+    }
+    assert.equal(new Set(ids).size, ids.length, 'operationIds repeat');
+  });
+
   test('request bodies are described by the validating schemas', () => {
     const bodyOf = (path: string, method = 'post') => doc.paths[API + path][method].requestBody?.content?.['application/json']?.schema;
     const register = bodyOf('/register');
