@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import { buildApp } from './app.ts';
+import { safeError } from './log-safety.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { adminSocketOf, startAdminSocket } from './admin/admin-socket.ts';
@@ -63,12 +64,6 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       // The lock says no other process has this database: any worker lock in it is a dead one.
       await unlockDeadWorkers(database.pglite);
     }
-    const pool: pg.Pool = openJobQueuePool(config, database, config.worker.concurrency + 2);
-    cleanups.push(() => pool.end());
-    const onPoolError = (err: Error) => console.error(`job queue connection error: ${err.message}`);
-    pool.on('error', onPoolError);
-    pool.on('connect', (client: pg.PoolClient) => client.on('error', onPoolError));
-
     const built = await buildServices(config, database.db, opts);
     cleanups.push(async () => built.close());
     const { services } = built;
@@ -81,6 +76,11 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     });
     cleanups.push(() => app.close());
 
+    const pool: pg.Pool = openJobQueuePool(config, database, config.worker.concurrency + 2);
+    cleanups.push(() => pool.end());
+    const onPoolError = (err: Error) => app.log.error({ err: safeError(err) }, 'job queue connection error');
+    pool.on('error', onPoolError);
+    pool.on('connect', (client: pg.PoolClient) => client.on('error', onPoolError));
     await migrateJobQueue(pool, app.log);
     if (config.worker.enabled) {
       worker = await startWorker({ pgPool: pool, services, concurrency: config.worker.concurrency, log: app.log });
