@@ -1,0 +1,32 @@
+/**
+ * WebSocket close codes of the sync channel (docs/sync-protocol.md, "Close codes"), named once
+ * for the server and client-lib.
+ */
+export const CLOSE_CODES = {
+  normal: 1000,
+  going_away: 1001,
+  internal_error: 1011,
+  bad_message: 4400,
+  unauthorized: 4401,
+  account_disabled: 4403,
+  auth_timeout: 4408,
+  superseded: 4409,
+  scope_changed: 4410,
+  protocol_unsupported: 4426,
+  too_many_connections: 4429,
+} as const;
+
+export type CloseCodeName = keyof typeof CLOSE_CODES;
+export type CloseCode = (typeof CLOSE_CODES)[CloseCodeName];
+
+/** The name of a close code, or null for one the protocol does not define. */
+export function closeCodeName(code: number): CloseCodeName | null {
+  for (const [name, value] of Object.entries(CLOSE_CODES)) if (value === code) return name as CloseCodeName;
+  return null;
+}
+
+/** Whether a device should reconnect (with backoff) after the server closed with `code`. */
+export function shouldReconnect(code: number): boolean {
+  const name = closeCodeName(code);
+  return name === null || !['normal', 'account_disabled', 'superseded', 'protocol_unsupported'].includes(name);
+}

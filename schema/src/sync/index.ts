@@ -1,0 +1,2 @@
+export * from './close-codes.ts';
+export * from './messages.ts';

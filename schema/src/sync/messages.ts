@@ -1,0 +1,149 @@
+import * as z from 'zod';
+
+/** The messages of the sync channel (docs/sync-protocol.md). JSON text frames, one per frame. */
+
+export const PROTOCOL_VERSION = 1;
+
+export const SYNC_TABLES = [
+  'patients',
+  'patient_referrals',
+  'visits',
+  'timer_events',
+  'soap_notes',
+  'visit_mileage',
+  'notifications',
+  'organization_config',
+  'checklists',
+  'ai_status',
+] as const;
+
+export const MUTATION_NAMES = [
+  'patient.create',
+  'patient.update',
+  'visit.schedule',
+  'visit.timer_events',
+  'visit.mileage',
+  'note.submit',
+] as const;
+
+const uuid = z.uuid();
+const instant = z.iso.datetime({ offset: true });
+const date = z.string().regex(/^\d{4}-\d{2}-\d{2}$/);
+const mutationId = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+/** A y-protocols sync message, base64 (standard alphabet). */
+const base64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/);
+export const docName = z.string().regex(/^visit\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/soap$/);
+
+// Device → server.
+
+export const helloMessage = z
+  .object({
+    type: z.literal('hello'),
+    protocol: z.number().int().positive(),
+    token: z.string().min(1),
+    client_id: uuid,
+    cursor: z.string().min(1).nullable(),
+  })
+  .strict();
+
+export const authMessage = z.object({ type: z.literal('auth'), token: z.string().min(1) }).strict();
+
+export const mutationMessage = z
+  .object({
+    type: z.literal('mutation'),
+    mutation_id: mutationId,
+    name: z.enum(MUTATION_NAMES),
+    args: z.record(z.string(), z.unknown()),
+    client_time: instant,
+  })
+  .strict();
+
+export const docOpenMessage = z.object({ type: z.literal('doc_open'), doc: docName }).strict();
+export const docCloseMessage = z.object({ type: z.literal('doc_close'), doc: docName }).strict();
+export const docMessage = z.object({ type: z.literal('doc'), doc: docName, message: base64 }).strict();
+
+export const clientMessage = z.discriminatedUnion('type', [
+  helloMessage,
+  authMessage,
+  mutationMessage,
+  docOpenMessage,
+  docCloseMessage,
+  docMessage,
+]);
+export type ClientMessage = z.infer<typeof clientMessage>;
+
+// Server → device.
+
+export const welcomeMessage = z
+  .object({
+    type: z.literal('welcome'),
+    protocol: z.number().int().positive(),
+    user_id: uuid,
+    server_time: instant,
+    last_mutation_id: z.number().int().min(0),
+    token_expires_at: instant,
+    window: z.object({ from: date, to: date }).strict(),
+  })
+  .strict();
+
+export const authOkMessage = z.object({ type: z.literal('auth_ok'), token_expires_at: instant }).strict();
+
+const changeBase = { table: z.enum(SYNC_TABLES), id: z.string().min(1), version: z.number().int().nonnegative() };
+export const change = z.discriminatedUnion('op', [
+  z.object({ ...changeBase, op: z.literal('upsert'), row: z.record(z.string(), z.unknown()) }).strict(),
+  z.object({ ...changeBase, op: z.literal('delete') }).strict(),
+]);
+export type Change = z.infer<typeof change>;
+
+export const changesMessage = z
+  .object({
+    type: z.literal('changes'),
+    changes: z.array(change).max(500),
+    checkpoint: z.string().min(1).nullable(),
+    more: z.boolean(),
+  })
+  .strict();
+
+export const resetMessage = z
+  .object({ type: z.literal('reset'), reason: z.enum(['first_sync', 'scope_changed', 'cursor_unknown']) })
+  .strict();
+
+export const syncedMessage = z.object({ type: z.literal('synced'), cursor: z.string().min(1), server_time: instant }).strict();
+
+export const ackMessage = z.object({ type: z.literal('ack'), mutation_id: mutationId, result: z.unknown().optional() }).strict();
+
+export const rejectMessage = z
+  .object({
+    type: z.literal('reject'),
+    mutation_id: mutationId,
+    status: z.number().int().min(400).max(499),
+    code: z.string().min(1),
+    message: z.string(),
+    errors: z.record(z.string(), z.array(z.string())).optional(),
+  })
+  .strict();
+
+export const retryMessage = z.object({ type: z.literal('retry'), mutation_id: mutationId, after_ms: z.number().int().min(0) }).strict();
+
+export const docErrorMessage = z
+  .object({
+    type: z.literal('doc_error'),
+    doc: z.string(),
+    code: z.enum(['not_found', 'invalid_update', 'too_large']),
+    message: z.string(),
+  })
+  .strict();
+
+export const serverMessage = z.discriminatedUnion('type', [
+  welcomeMessage,
+  authOkMessage,
+  changesMessage,
+  resetMessage,
+  syncedMessage,
+  ackMessage,
+  rejectMessage,
+  retryMessage,
+  docMessage,
+  docErrorMessage,
+]);
+export type ServerMessage = z.infer<typeof serverMessage>;
