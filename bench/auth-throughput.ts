@@ -18,7 +18,7 @@
  */
 import os from 'node:os';
 import type { BenchServers } from './support/bench-servers.ts';
-import { compared, jsonRows, measure, setting, startChild, stopChild, table, type Measured, type Target } from './support/measure.ts';
+import { runBench, setting, startChild, stopChild, type Target } from './support/measure.ts';
 
 const DURATION = setting('BENCH_DURATION_SECONDS', 6, 1, 30);
 const CONNECTIONS = setting('BENCH_CONNECTIONS', 10, 1, 64);
@@ -51,33 +51,15 @@ try {
       },
     },
   ];
-  const measured: Measured[] = [];
-  for (const t of targets) {
-    process.stderr.write(`  ${t.name}…\n`);
-    measured.push(await measure(t, { durationSeconds: DURATION, warmupSeconds: WARMUP_SECONDS, connections: CONNECTIONS }));
-  }
-  const rows = compared(measured);
-  console.log(table(rows));
-  const failed = rows.filter((r) => r.non2xx + r.errors + r.timeouts > 0);
-  if (failed.length > 0) {
-    process.stderr.write(`some requests failed: ${failed.map((r) => `${r.name} ${JSON.stringify(r.statuses)}`).join(', ')} — the figures are not comparable\n`);
-    process.exitCode = 1;
-  }
-  console.log(
-    JSON.stringify({
-      bench: 'auth-throughput',
-      backend: servers.backend,
-      durationSeconds: DURATION,
-      connections: CONNECTIONS,
-      node: process.version,
-      cpus: os.cpus().length,
-      cpuModel: os.cpus()[0]?.model ?? null,
-      // Other work on the machine skews everything here (argon2 most): the 1-minute load
-      // average before and after the run says whether the figures can be trusted.
-      loadAverage: { before: Number(loadBefore.toFixed(2)), after: Number((os.loadavg()[0] ?? 0).toFixed(2)) },
-      results: jsonRows(rows),
-    }),
-  );
+  await runBench({
+    bench: 'auth-throughput',
+    backend: servers.backend,
+    targets,
+    durationSeconds: DURATION,
+    warmupSeconds: WARMUP_SECONDS,
+    connections: CONNECTIONS,
+    loadBefore,
+  });
 } finally {
   await stopChild(child, STOP_TIMEOUT_MS);
 }

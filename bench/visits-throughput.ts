@@ -14,7 +14,7 @@
  */
 import os from 'node:os';
 import type { DemoServers } from './support/demo-servers.ts';
-import { compared, jsonRows, measure, setting, startChild, stopChild, table, type Measured, type Target } from './support/measure.ts';
+import { runBench, setting, startChild, stopChild, type Target } from './support/measure.ts';
 
 const DURATION = setting('BENCH_DURATION_SECONDS', 6, 1, 30);
 const CONNECTIONS = setting('BENCH_CONNECTIONS', 10, 1, 64);
@@ -33,33 +33,16 @@ try {
     { name: 'upcoming', what: `GET ${s.apiPrefix}/get-upcomming-visits`, opts: { url: `${api}/get-upcomming-visits`, headers: auth } },
     { name: 'visit-details', what: `GET ${s.apiPrefix}/visit-details/{uuid}`, opts: { url: `${api}/visit-details/${s.visitUuid}`, headers: auth } },
   ];
-  const measured: Measured[] = [];
-  for (const t of targets) {
-    process.stderr.write(`  ${t.name}…\n`);
-    measured.push(await measure(t, { durationSeconds: DURATION, warmupSeconds: WARMUP_SECONDS, connections: CONNECTIONS }));
-  }
-  const rows = compared(measured);
-  console.log(table(rows));
-  const failed = rows.filter((r) => r.non2xx + r.errors + r.timeouts > 0);
-  if (failed.length > 0) {
-    process.stderr.write(`some requests failed: ${failed.map((r) => `${r.name} ${JSON.stringify(r.statuses)}`).join(', ')} — the figures are not comparable\n`);
-    process.exitCode = 1;
-  }
-  console.log(
-    JSON.stringify({
-      bench: 'visits-throughput',
-      backend: s.backend,
-      demoVisits: s.visits,
-      todayVisits: s.todayVisits,
-      durationSeconds: DURATION,
-      connections: CONNECTIONS,
-      node: process.version,
-      cpus: os.cpus().length,
-      cpuModel: os.cpus()[0]?.model ?? null,
-      loadAverage: { before: Number(loadBefore.toFixed(2)), after: Number((os.loadavg()[0] ?? 0).toFixed(2)) },
-      results: jsonRows(rows),
-    }),
-  );
+  await runBench({
+    bench: 'visits-throughput',
+    backend: s.backend,
+    targets,
+    durationSeconds: DURATION,
+    warmupSeconds: WARMUP_SECONDS,
+    connections: CONNECTIONS,
+    loadBefore,
+    extra: { demoVisits: s.visits, todayVisits: s.todayVisits },
+  });
 } finally {
   await stopChild(child);
 }

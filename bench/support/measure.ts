@@ -4,6 +4,7 @@
  * phases, the table, and a child process that hosts the servers under load.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
 import autocannon from 'autocannon';
 
 export function setting(name: string, def: number, min: number, max: number): number {
@@ -163,3 +164,48 @@ export async function stopChild(child: ChildProcess, timeoutMs = 30_000): Promis
   await exited;
   clearTimeout(timer);
 }
+
+/**
+ * Measures the targets in turn (the first is the baseline), prints the table, flags failed
+ * requests (exit code 1: the figures are not comparable) and prints the JSON line last.
+ */
+export async function runBench(opts: {
+  bench: string;
+  backend: string;
+  targets: readonly Target[];
+  durationSeconds: number;
+  warmupSeconds: number;
+  connections: number;
+  loadBefore: number;
+  extra?: Record<string, unknown>;
+}): Promise<void> {
+  const measured: Measured[] = [];
+  for (const t of opts.targets) {
+    process.stderr.write(`  ${t.name}…\n`);
+    measured.push(await measure(t, { durationSeconds: opts.durationSeconds, warmupSeconds: opts.warmupSeconds, connections: opts.connections }));
+  }
+  const rows = compared(measured);
+  console.log(table(rows));
+  const failed = rows.filter((r) => r.non2xx + r.errors + r.timeouts > 0);
+  if (failed.length > 0) {
+    process.stderr.write(`some requests failed: ${failed.map((r) => `${r.name} ${JSON.stringify(r.statuses)}`).join(', ')} — the figures are not comparable\n`);
+    process.exitCode = 1;
+  }
+  console.log(
+    JSON.stringify({
+      bench: opts.bench,
+      backend: opts.backend,
+      ...opts.extra,
+      durationSeconds: opts.durationSeconds,
+      connections: opts.connections,
+      node: process.version,
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model ?? null,
+      // Other work on the machine skews everything here: the 1-minute load average before and
+      // after the run says whether the figures can be trusted.
+      loadAverage: { before: Number(opts.loadBefore.toFixed(2)), after: Number((os.loadavg()[0] ?? 0).toFixed(2)) },
+      results: jsonRows(rows),
+    }),
+  );
+}
+

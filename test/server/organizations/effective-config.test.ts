@@ -12,23 +12,11 @@ import {
   effectiveConfig,
   type OrganizationSettings,
 } from '../../../server/src/services/organizations/effective-config.ts';
+import { EXPECTED_SOLO_DEFAULTS } from './org-fixtures.ts';
 
 type Flags = Record<FeatureKey, boolean>;
 
-/** Rule 3 plus our documented choice for the other nine (README: Organizations). */
-const SOLO: Flags = {
-  billing_codes: false,
-  icd10_suggestions: false,
-  staffing_offers: false,
-  earnings: false,
-  coverage_areas: false,
-  follow_ups: false,
-  ai_conversation: true,
-  ai_voice: true,
-  copy_last_visit: false,
-  credential_sync: false,
-  coverage_sync: false,
-};
+const SOLO: Flags = { ...EXPECTED_SOLO_DEFAULTS };
 
 /** Rule 4, literally. */
 const TYPE_ON: Record<string, FeatureKey[]> = {

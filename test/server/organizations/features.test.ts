@@ -7,21 +7,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
-import { memberOf, operate, orgWithAdmin } from './org-fixtures.ts';
+import { EXPECTED_SOLO_DEFAULTS, memberOf, operate, orgWithAdmin } from './org-fixtures.ts';
 
-const SOLO = {
-  billing_codes: false,
-  icd10_suggestions: false,
-  staffing_offers: false,
-  earnings: false,
-  coverage_areas: false,
-  follow_ups: false,
-  ai_conversation: true,
-  ai_voice: true,
-  copy_last_visit: false,
-  credential_sync: false,
-  coverage_sync: false,
-};
+const SOLO = EXPECTED_SOLO_DEFAULTS;
 const TERMS = { patient: 'patient', visit: 'visit', note: 'visit note', organization: 'organization' };
 
 forEachBackend('organizations: features and terminology', (backend) => {

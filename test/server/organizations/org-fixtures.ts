@@ -63,3 +63,22 @@ export async function fromMail(server: TestServer, to: string, subject: RegExp, 
   assert.ok(match?.[1], `no ${pattern} in mail "${mail.subject}":\n${mail.text}`);
   return match[1];
 }
+
+/**
+ * The expected solo defaults — rule 3 plus our documented choice for the other nine (README:
+ * Organizations). Stated here, not imported from the service, so the tests can disagree with it.
+ */
+export const EXPECTED_SOLO_DEFAULTS = {
+  billing_codes: false,
+  icd10_suggestions: false,
+  staffing_offers: false,
+  earnings: false,
+  coverage_areas: false,
+  follow_ups: false,
+  ai_conversation: true,
+  ai_voice: true,
+  copy_last_visit: false,
+  credential_sync: false,
+  coverage_sync: false,
+} as const;
+
