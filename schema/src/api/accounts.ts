@@ -27,6 +27,7 @@ export const userProfile = loginData
     license_state: z.string().nullable(),
     needs_onboarding: z.boolean(),
     trial_ends_at: isoDateTime.nullable(),
+    email_verified: z.boolean().describe('The owner proved they receive mail at this address; needed to see and accept in-app invitations'),
     has_password: z.boolean(),
     linked_providers: z.array(z.enum(['google', 'apple'])),
     created_at: isoDateTime,
@@ -126,3 +127,6 @@ export const completeOnboardingBody = z.object({
 });
 
 export const settingsList = z.record(z.string(), z.unknown()).meta({ id: 'Settings' });
+
+export const verifyEmailBody = z.object({ otp });
+

@@ -32,6 +32,12 @@ export const users = pgTable(
     productId: text('product_id'),
     platform: text('platform'),
     disabledAt: ts('disabled_at'),
+    /**
+     * When the owner proved they receive mail at `email` (a mailed code, the invitation
+     * sign-up, a provider's verified email); cleared when the email changes. In-app
+     * invitations are addressed by email, so they need it.
+     */
+    emailVerifiedAt: ts('email_verified_at'),
     /** Personal feature overrides; they apply only while the clinician is solo. */
     featureOverrides: jsonb('feature_overrides').$type<Record<string, boolean>>().notNull().default({}),
     passwordChangedAt: ts('password_changed_at'),
@@ -171,4 +177,17 @@ export const mailOutbox = pgTable(
   },
   (t) => [index('mail_outbox_created_idx').on(t.createdAt), index('mail_outbox_to_idx').on(t.toAddress)],
 );
+
+/** A pending email-verification code, bound to the address it was mailed to. */
+export const emailVerifications = pgTable('email_verifications', {
+  userId: uuid('user_id')
+    .primaryKey()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  email: text('email').notNull(),
+  /** argon2id of the 6-digit code, like the reset code. */
+  otpHash: text('otp_hash').notNull(),
+  expiresAt: ts('expires_at').notNull(),
+  attempts: integer('attempts').notNull().default(0),
+  createdAt: createdAt(),
+});
 

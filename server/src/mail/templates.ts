@@ -163,3 +163,18 @@ export function organizationApproved(opts: { firstName: string; organizationName
     ].join('\n'),
   };
 }
+
+export function emailVerificationCode(opts: { firstName: string; code: string; validMinutes: number }): MailContent {
+  return {
+    kind: 'email_verification_code',
+    subject: `Your Fieldchart verification code: ${opts.code}`,
+    text: [
+      `Hi ${opts.firstName},`,
+      '',
+      `Enter ${opts.code} in the app to confirm this is your email address.`,
+      `It is valid for ${opts.validMinutes} minutes and can be used once.`,
+      '',
+      "If you didn't ask for it, you can ignore this email.",
+    ].join('\n'),
+  };
+}

@@ -9,9 +9,11 @@ import {
   settingsList,
   updateBasicInfoBody,
   userProfile,
+  verifyEmailBody,
+  messageOnly,
 } from '@fieldchart/schema/api';
 import { principalOf } from '../http/authentication.ts';
-import { errors, ok } from '../http/reply.ts';
+import { done, errors, ok } from '../http/reply.ts';
 import type { Services } from '../services/index.ts';
 import { appSettings } from '../services/users/app-settings.ts';
 
@@ -33,6 +35,23 @@ export const accountRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
   app.post('/complete-onboarding', {
     schema: { tags, summary: 'Record discipline and license; clears needs_onboarding', body: completeOnboardingBody, response: { 200: envelope(userProfile), ...errors(401, 422) } },
     handler: async (req) => ok(await users.completeOnboarding(principalOf(req).userId, req.body), 'Onboarding complete'),
+  });
+
+  app.post('/verify-email/send-otp', {
+    schema: { tags, summary: "Mail a 6-digit code to the account's email address", response: { 200: messageOnly, ...errors(401, 409, 429) } },
+    handler: async (req) => {
+      await services.emailVerification.sendCode(principalOf(req).userId);
+      return done('A verification code was sent to your email');
+    },
+  });
+
+  app.post('/verify-email/verify', {
+    schema: { tags, summary: 'Confirm the email address with the mailed code', body: verifyEmailBody, response: { 200: envelope(userProfile), ...errors(401, 422) } },
+    handler: async (req) => {
+      const { userId } = principalOf(req);
+      await services.emailVerification.verify(userId, req.body.otp);
+      return ok(await users.profile(userId), 'Email address verified');
+    },
   });
 
   app.get('/my-settings', {

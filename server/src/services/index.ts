@@ -10,6 +10,7 @@ import { createAuditExport } from './audit/audit-export.ts';
 import { createAuditLog } from './audit/audit-log.ts';
 import { createClinicianSettings } from './clinician-settings.ts';
 import { createAccounts } from './auth/accounts.ts';
+import { createEmailVerification } from './auth/email-verification.ts';
 import { createPasswordReset } from './auth/password-reset.ts';
 import { createSessions } from './auth/sessions.ts';
 import { createIdempotency } from './idempotency.ts';
@@ -61,6 +62,7 @@ export function createServices(deps: ServiceDeps) {
     mail,
     accounts: createAccounts({ db, clock, config, sessions, throttle, idTokens: deps.idTokens, mail }),
     passwordReset: createPasswordReset({ db, clock, config, throttle, sessions, mail }),
+    emailVerification: createEmailVerification({ db, clock, config, throttle, mail }),
     users: createUsers({ db, clock, sessions, joinRequests: organizationServices.joinRequests }),
     ...organizationServices,
     ...createVisitServices({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),

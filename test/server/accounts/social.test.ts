@@ -105,6 +105,7 @@ forEachBackend('accounts: social sign-in', (backend) => {
       });
       assertOk(a);
       assert.equal(a.body.data.user.email, verified);
+      assert.equal(a.body.data.user.email_verified, true, "the provider's verified email counts as proof");
       assert.equal(await usersWithEmail(server, typed), 0);
 
       const unverified = freshEmail('unverified');
@@ -114,6 +115,7 @@ forEachBackend('accounts: social sign-in', (backend) => {
       });
       assertOk(b);
       assert.equal(b.body.data.user.email, typed2);
+      assert.equal(b.body.data.user.email_verified, false, 'a typed address is unproven');
     });
 
     test('the identity is provider + subject: the same email under another subject or provider does not sign in', async () => {
@@ -281,6 +283,29 @@ forEachBackend('accounts: social sign-in', (backend) => {
       }
       assert.equal(await usersWithEmail(server, email), 0);
       assert.equal(p.apple.fetches(), 0, 'no key fetch without an audience to accept');
+    });
+  });
+
+  describe('a key endpoint that answers 500', () => {
+    let failing: IdProvider;
+    let server: TestServer;
+    before(async () => {
+      failing = await startIdProvider('google', GOOGLE_AUD, { failWith: 500 });
+      server = await startTestServer(backend, {
+        env: { GOOGLE_JWKS_URL: failing.jwksUrl, GOOGLE_CLIENT_IDS: GOOGLE_AUD },
+      });
+    });
+    after(async () => {
+      await server?.close();
+      await failing?.close();
+    });
+
+    test('sign-in/social answers 503 identity_provider_unavailable, not 401', async () => {
+      const email = freshEmail('outage');
+      const token = await failing.sign({ sub: newSub(), email, email_verified: true });
+      const res = await server.api('POST', '/sign-in/social', { body: body('google', token, email) });
+      assertError(res, 503, 'identity_provider_unavailable');
+      assert.ok(failing.fetches() >= 1, 'the key endpoint was asked');
     });
   });
 });

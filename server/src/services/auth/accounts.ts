@@ -146,7 +146,13 @@ export function createAccounts(deps: {
           .where(sql`${userIdentities.provider} = ${identity.provider} and ${userIdentities.subject} = ${identity.subject}`);
         if (existing) throw new Invalid('An account already exists for this sign-in; sign in instead', { id_token: ['account already exists'] }, 'account_exists');
         if (await findUserByEmail(tx, email)) throw emailTaken();
-        const u = await insertUser(tx, { email, firstName: input.first_name, lastName: input.last_name, passwordHash: null });
+        const u = await insertUser(tx, {
+          email,
+          firstName: input.first_name,
+          lastName: input.last_name,
+          passwordHash: null,
+          emailVerifiedAt: identity.verifiedEmail === email ? clock.now() : null,
+        });
         try {
           await tx.insert(userIdentities).values({ userId: u.id, provider: identity.provider, subject: identity.subject, lastUsedAt: clock.now() });
         } catch (err) {

@@ -161,6 +161,8 @@ export function createInvitationSignup(deps: {
               firstName: input.first_name ?? inv.firstName ?? inv.email.split('@')[0] ?? inv.email,
               lastName: input.last_name ?? inv.lastName ?? '',
               passwordHash,
+              // The code that reached this address proved the mailbox.
+              emailVerifiedAt: now,
             },
             { now, trialDays: deps.config.trialDays },
           );

@@ -29,6 +29,7 @@ export async function profileOf(db: Db, u: UserRow): Promise<UserProfile> {
     license_state: u.licenseState,
     needs_onboarding: u.needsOnboarding,
     trial_ends_at: u.trialEndsAt?.toISOString() ?? null,
+    email_verified: u.emailVerifiedAt !== null,
     has_password: u.passwordHash !== null,
     linked_providers: [...new Set(identities.map((i) => i.provider as 'google' | 'apple'))].sort(),
     created_at: u.createdAt.toISOString(),
@@ -50,6 +51,8 @@ export interface NewUser {
   readonly firstName: string;
   readonly lastName: string;
   readonly passwordHash: string | null;
+  /** Set when the way in proved the mailbox (invitation code, provider-verified email). */
+  readonly emailVerifiedAt?: Date | null;
 }
 
 /**

@@ -60,7 +60,8 @@ export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions; jo
           .set({
             ...(input.first_name !== undefined && { firstName: input.first_name }),
             ...(input.last_name !== undefined && { lastName: input.last_name }),
-            ...(input.email !== undefined && { email: input.email }),
+            // A new address is unproven until its owner verifies it.
+            ...(input.email !== undefined && input.email !== current.email && { email: input.email, emailVerifiedAt: null }),
             ...(input.phone !== undefined && { phone: input.phone || null }),
             ...(input.address !== undefined && { address: input.address || null }),
             updatedAt: clock.now(),
