@@ -21,6 +21,7 @@ const PROFILE_FIELDS = [
   'license_state',
   'needs_onboarding',
   'trial_ends_at',
+  'email_verified',
   'has_password',
   'linked_providers',
   'created_at',

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { forEachBackend } from '../helpers/backends.ts';
 import { API, registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { verifyEmail } from '../helpers/verify-email.ts';
 import { orgWithAdmin } from './organizations/org-fixtures.ts';
 import { createPatient, scheduleVisit, timerEvent, TINY_PNG } from './visits/visit-fixtures.ts';
 
@@ -94,6 +95,8 @@ forEachBackend('tenant isolation', (backend) => {
     const joinRequest = pending.body.data[0].uuid as string;
     ids = { patient: patient.uuid, referral: patient.referral_uuid, visit, invitation, joinRequest };
     intruder = (await orgWithAdmin(server)).admin;
+    // A verified intruder gets past the email check, so the walk reaches the invitation lookup.
+    await verifyEmail(server, intruder);
   });
   after(() => server?.close());
 

@@ -10,6 +10,7 @@ import { after, before, test } from 'node:test';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { manualClock } from '../../helpers/clock.ts';
 import { newAccount, registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
+import { verifyEmail } from '../../helpers/verify-email.ts';
 import { INVITATION_TTL_DAYS } from '../../../server/src/services/organizations/invitations.ts';
 import { fromMail, memberOf, orgWithAdmin } from './org-fixtures.ts';
 
@@ -26,11 +27,43 @@ forEachBackend('organizations: invitations', (backend) => {
 
   const invite = (token: string, body: Record<string, unknown>) => server.api('POST', '/my-organization/invitations', { token, body });
   const freshEmail = () => newAccount().email;
+  /** In-app invitations are answered by owners who proved their address. */
+  const verifiedUser = async () => {
+    const u = await registerUser(server);
+    await verifyEmail(server, u);
+    return u;
+  };
+
+  test('an unverified address sees no invitation and cannot answer one (registered with it, or changed to it)', async () => {
+    const org = await orgWithAdmin(server);
+    const squatter = await registerUser(server);
+    assert.equal((await invite(org.admin.token, { email: squatter.email, role: 'admin' })).status, 200);
+    const mine = await server.api('GET', '/my-invitations', { token: squatter.token });
+    assert.equal(mine.status, 200);
+    assert.deepEqual(mine.body.data, []);
+    const sent = await server.api('GET', '/my-organization/invitations', { token: org.admin.token });
+    const inv = sent.body.data.find((i: { email: string }) => i.email === squatter.email).uuid as string;
+    for (const action of ['accept', 'decline']) {
+      const res = await server.api('POST', `/my-invitations/${inv}/${action}`, { token: squatter.token });
+      assert.equal(res.status, 403, action);
+      assert.equal(res.body.code, 'email_unverified');
+    }
+    // A verified clinician who moves their email onto the invited address loses the proof.
+    const mover = await verifiedUser();
+    const victim = freshEmail();
+    assert.equal((await invite(org.admin.token, { email: victim })).status, 200);
+    assert.equal((await server.api('PUT', '/update-basic-info', { token: mover.token, body: { email: victim } })).status, 200);
+    assert.deepEqual((await server.api('GET', '/my-invitations', { token: mover.token })).body.data, []);
+    // Proving the address opens it.
+    await verifyEmail(server, squatter);
+    assert.equal((await server.api('POST', `/my-invitations/${inv}/accept`, { token: squatter.token })).status, 200);
+    assert.equal((await server.api('GET', '/my-organization', { token: squatter.token })).body.data.uuid, org.uuid);
+  });
 
   test('only admins invite (403); an email with an account sees it under /my-invitations and may accept', async () => {
     const org = await orgWithAdmin(server);
     const member = await memberOf(server, org);
-    const invitee = await registerUser(server);
+    const invitee = await verifiedUser();
     const denied = await invite(member.token, { email: invitee.email });
     assert.equal(denied.status, 403);
     assert.equal(denied.body.code, 'not_organization_admin');
@@ -54,7 +87,7 @@ forEachBackend('organizations: invitations', (backend) => {
     assert.equal(typeof inv.uuid, 'string');
 
     // Not addressed to the caller: 404.
-    const stranger = await registerUser(server);
+    const stranger = await verifiedUser();
     assert.equal((await server.api('POST', `/my-invitations/${inv.uuid}/accept`, { token: stranger.token })).status, 404);
     assert.equal((await server.api('POST', `/my-invitations/${inv.uuid}/decline`, { token: stranger.token })).status, 404);
     assert.equal((await server.api('POST', `/my-invitations/${randomUUID()}/accept`, { token: invitee.token })).status, 404);
@@ -101,7 +134,7 @@ forEachBackend('organizations: invitations', (backend) => {
 
   test('accept is 422 for a clinician already seated; decline closes the invitation', async () => {
     const [org, other] = await Promise.all([orgWithAdmin(server), orgWithAdmin(server)]);
-    const invitee = await registerUser(server);
+    const invitee = await verifiedUser();
     await invite(org.admin.token, { email: invitee.email });
     await invite(other.admin.token, { email: invitee.email });
     const mine = (await server.api('GET', '/my-invitations', { token: invitee.token })).body.data;
@@ -120,9 +153,9 @@ forEachBackend('organizations: invitations', (backend) => {
     assert.equal((await server.api('POST', `/my-invitations/${fromOther}/decline`, { token: invitee.token })).status, 404);
   });
 
-  test('revoke: admins only, 404 for another organization\'s invitation, 409 once closed', async () => {
+  test('revoke: admins only, 404 for another organization\'s invitation, 404 once closed', async () => {
     const [org, other] = await Promise.all([orgWithAdmin(server), orgWithAdmin(server)]);
-    const invitee = await registerUser(server);
+    const invitee = await verifiedUser();
     await invite(org.admin.token, { email: invitee.email });
     const uuid = (await server.api('GET', '/my-organization/invitations', { token: org.admin.token })).body.data[0].uuid;
 
@@ -145,7 +178,8 @@ forEachBackend('organizations: invitations', (backend) => {
     const fresh = (await server.api('GET', '/my-invitations', { token: invitee.token })).body.data[0].uuid;
     await server.api('POST', `/my-invitations/${fresh}/accept`, { token: invitee.token });
     const closed = await server.api('DELETE', `/my-organization/invitations/${fresh}`, { token: org.admin.token });
-    assert.equal(closed.status, 409);
+    assert.equal(closed.status, 404);
+    assert.equal(closed.body.code, 'invitation_not_open');
   });
 
   test(`sign-up from an emailed link: accept-invitation → code → invite-otp-verify → set-new-password seats the new account`, async () => {
@@ -253,7 +287,7 @@ forEachBackend('organizations: invitations', (backend) => {
 
   test(`expiry: after ${INVITATION_TTL_DAYS} days a pending invitation reads as expired, its link is 404, and it no longer blocks a new one`, async () => {
     const org = await orgWithAdmin(server);
-    const invitee = await registerUser(server);
+    const invitee = await verifiedUser();
     const email = freshEmail();
     await invite(org.admin.token, { email });
     await invite(org.admin.token, { email: invitee.email });
@@ -271,7 +305,7 @@ forEachBackend('organizations: invitations', (backend) => {
     assert.deepEqual((await server.api('GET', '/my-invitations', { token: inviteeToken })).body.data, []);
     assert.equal((await server.api('POST', `/my-invitations/${uuid}/accept`, { token: inviteeToken })).status, 404);
     assert.equal((await server.api('POST', '/accept-invitation', { body: { token } })).status, 404);
-    assert.equal((await server.api('DELETE', `/my-organization/invitations/${uuid}`, { token: adminToken })).status, 409);
+    assert.equal((await server.api('DELETE', `/my-organization/invitations/${uuid}`, { token: adminToken })).status, 404);
 
     assert.equal((await invite(adminToken, { email })).status, 200, 'an expired invitation does not block a new one');
     const after = await server.api('GET', '/my-organization/invitations', { token: adminToken });

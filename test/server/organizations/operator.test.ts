@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { cliJson, runCli } from '../../helpers/processes.ts';
 import { newAccount, registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
+import { verifyEmail } from '../../helpers/verify-email.ts';
 import { memberOf, operate, orgWithAdmin, uniqueName } from './org-fixtures.ts';
 
 const rejects = async (p: Promise<unknown>, code: string) => {
@@ -114,6 +115,7 @@ forEachBackend('organizations: operator operations and CLI', (backend) => {
   test('invitation.list by organization and status', async () => {
     const [org, other] = await Promise.all([orgWithAdmin(server), orgWithAdmin(server)]);
     const invitee = await registerUser(server);
+    await verifyEmail(server, invitee);
     await server.api('POST', '/my-organization/invitations', { token: org.admin.token, body: { email: invitee.email } });
     await server.api('POST', '/my-organization/invitations', { token: org.admin.token, body: { email: newAccount().email } });
     await server.api('POST', '/my-organization/invitations', { token: other.admin.token, body: { email: newAccount().email } });

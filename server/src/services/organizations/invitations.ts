@@ -4,7 +4,7 @@ import type { InvitationRecord } from '@fieldchart/schema/api';
 import { isUniqueViolation, type Db } from '../../db/database.ts';
 import { addSeconds, type Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
-import { Conflict, Invalid, NotFound } from '../../errors.ts';
+import { Forbidden, Invalid, NotFound } from '../../errors.ts';
 import { organizationInvitation } from '../../mail/templates.ts';
 import { newOpaqueToken, sha256 } from '../../security/random-tokens.ts';
 import type { Principal } from '../auth/sessions.ts';
@@ -20,6 +20,9 @@ export const INVITATION_TTL_DAYS = 7;
 const openInvitationExists = () =>
   Invalid.field('email', 'An open invitation to this email already exists', 'invitation_exists');
 const notFound = () => new NotFound('Invitation not found', 'invitation_not_found');
+const emailUnverified = () =>
+  new Forbidden('Verify your email address to see and answer invitations sent to it (POST /verify-email/send-otp)', 'email_unverified');
+const notOpen = () => new NotFound('This invitation is no longer open', 'invitation_not_open');
 
 export interface NewInvitation {
   email: string;
@@ -42,15 +45,16 @@ export function createInvitations(deps: { db: Db; clock: Clock; config: Config; 
   async function openInvitationFor(tx: Db, principal: Principal, invitationId: string) {
     const user = await findUserById(tx, principal.userId);
     if (!user) throw notFound();
+    // Invitations are addressed by email: only an owner who proved the address may answer.
+    // Checked before the lookup, so the answer says nothing about which invitations exist.
+    if (!user.emailVerifiedAt) throw emailUnverified();
     const [row] = await tx
       .select()
       .from(invitations)
       .where(and(eq(invitations.id, invitationId), eq(invitations.email, user.email)))
       .for('update');
     if (!row) throw notFound();
-    if (row.status !== 'pending' || row.expiresAt <= clock.now()) {
-      throw new NotFound('This invitation is no longer open', 'invitation_not_open');
-    }
+    if (row.status !== 'pending' || row.expiresAt <= clock.now()) throw notOpen();
     return { row, user };
   }
 
@@ -132,7 +136,7 @@ export function createInvitations(deps: { db: Db; clock: Clock; config: Config; 
       return selectInvitations(db, eq(invitations.organizationId, seat.organizationId), clock.now());
     },
 
-    /** DELETE /my-organization/invitations/{uuid} (admin). Revoking twice is harmless; a closed one is 409. */
+    /** DELETE /my-organization/invitations/{uuid} (admin). Revoking twice is harmless; a closed one is 404 (no longer open). */
     async revoke(principal: Principal, invitationId: string): Promise<void> {
       const seat = await requireAdmin(db, principal);
       await db.transaction(async (tx) => {
@@ -143,17 +147,15 @@ export function createInvitations(deps: { db: Db; clock: Clock; config: Config; 
           .for('update');
         if (!row) throw notFound();
         if (row.status === 'revoked') return;
-        if (row.status !== 'pending' || row.expiresAt <= clock.now()) {
-          throw new Conflict(`This invitation is already ${row.status === 'pending' ? 'expired' : row.status}`, 'invitation_not_pending');
-        }
+        if (row.status !== 'pending' || row.expiresAt <= clock.now()) throw notOpen();
         await tx.update(invitations).set({ status: 'revoked', respondedAt: clock.now() }).where(eq(invitations.id, row.id));
       });
     },
 
-    /** GET /my-invitations: open invitations addressed to the caller's email. */
+    /** GET /my-invitations: open invitations addressed to the caller's email, once it is verified. */
     async listMine(principal: Principal): Promise<InvitationRecord[]> {
       const user = await findUserById(db, principal.userId);
-      if (!user) return [];
+      if (!user?.emailVerifiedAt) return [];
       return selectInvitations(
         db,
         and(eq(invitations.email, user.email), eq(invitations.status, 'pending'), gt(invitations.expiresAt, clock.now())),
