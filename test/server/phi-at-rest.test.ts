@@ -8,6 +8,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import type { PGlite } from '@electric-sql/pglite';
@@ -198,5 +200,25 @@ forEachBackend('PHI at rest', (backend) => {
     assert.deepEqual(next.keys.slice(0, -1), file.keys, 'the old keys stay in the ring');
     assert.equal(next.index_key, file.index_key, 'the blind-index key is kept (search keeps working)');
     assert.equal(services.phi.ring().currentKeyId, file.current, 'the running ring is unchanged');
+  });
+
+  test('with the key file deleted, status and rotate refuse and do not create one', async () => {
+    const { services, database } = server.runtime;
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fc-phi-keys-'));
+    try {
+      const keyFile = phiKeyFileOf(dataDir);
+      fs.mkdirSync(path.dirname(keyFile), { recursive: true });
+      fs.copyFileSync(phiKeyFileOf(server.dataDir), keyFile);
+      fs.rmSync(keyFile);
+      const rotation = createPhiRotation({ db: database.db, config: { ...server.config, phiKeys: null, dataDir }, phi: services.phi, audit: services.audit });
+      const before = services.phi.ring().currentKeyId;
+      await assert.rejects(rotation.status(), { code: 'phi_key_file_missing' });
+      assert.equal(fs.existsSync(keyFile), false, 'status created a key file');
+      await assert.rejects(rotation.rotate(), { code: 'phi_key_file_missing' });
+      assert.equal(fs.existsSync(keyFile), false, 'rotate created a key file');
+      assert.equal(services.phi.ring().currentKeyId, before, 'the running ring is unchanged');
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -140,14 +140,15 @@ export const updateOrganizationBody = z.object({
 });
 
 /**
- * A map whose keys must come from `keys` and whose values pass `valueOk`. Written as a
+ * A map whose keys must come from `keys` and whose values pass `value`. Written as a
  * record plus one refinement (not a strict object) so that every bad key and every bad value
  * is reported at once, each under its own path (`features.foo`), which puts the key's name
  * in the error message.
  */
 function keyedMap<K extends string, V>(opts: {
   keys: readonly K[];
-  valueOk: (v: unknown) => boolean;
+  /** Checks a value and gives what is kept (e.g. trimmed); a failure reports `valueMessage`. */
+  value: z.ZodType<V>;
   valueMessage: string;
   keyMessage: string;
   jsonValue: Record<string, unknown>;
@@ -158,10 +159,10 @@ function keyedMap<K extends string, V>(opts: {
     .superRefine((map, ctx) => {
       for (const [k, v] of Object.entries(map)) {
         if (!(opts.keys as readonly string[]).includes(k)) ctx.addIssue({ code: 'custom', path: [k], message: opts.keyMessage });
-        else if (!opts.valueOk(v)) ctx.addIssue({ code: 'custom', path: [k], message: opts.valueMessage });
+        else if (!opts.value.safeParse(v).success) ctx.addIssue({ code: 'custom', path: [k], message: opts.valueMessage });
       }
     })
-    .transform((map) => map as Partial<Record<K, V>>)
+    .transform((map) => Object.fromEntries(Object.entries(map).map(([k, v]) => [k, opts.value.parse(v)])) as Partial<Record<K, V>>)
     .meta({
       description: opts.description,
       properties: Object.fromEntries(opts.keys.map((k) => [k, opts.jsonValue])),
@@ -172,7 +173,7 @@ function keyedMap<K extends string, V>(opts: {
 const featurePatch = (keys: readonly FeatureKey[], keyMessage: string) =>
   keyedMap<FeatureKey, boolean | null>({
     keys,
-    valueOk: (v) => v === null || typeof v === 'boolean',
+    value: z.boolean().nullable(),
     valueMessage: 'must be true, false or null',
     keyMessage,
     jsonValue: { type: ['boolean', 'null'] },
@@ -183,7 +184,7 @@ export const organizationConfigBody = z.object({
   features: featurePatch(FEATURE_KEYS, `is not a feature key (known: ${FEATURE_KEYS.join(', ')})`).optional(),
   terminology: keyedMap<TerminologyKey, string | null>({
     keys: TERMINOLOGY_KEYS,
-    valueOk: (v) => v === null || (typeof v === 'string' && v.trim().length >= 1 && v.trim().length <= 60),
+    value: z.string().trim().min(1).max(60).nullable(),
     valueMessage: 'must be a display string of 1 to 60 characters, or null',
     keyMessage: `is not a terminology key (known: ${TERMINOLOGY_KEYS.join(', ')})`,
     jsonValue: { type: ['string', 'null'], minLength: 1, maxLength: 60 },

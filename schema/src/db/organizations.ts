@@ -4,9 +4,6 @@ import { users } from './accounts.ts';
 import { createdAt, ts, updatedAt } from './columns.ts';
 import { syncColumns } from './sync-columns.ts';
 
-export const ORGANIZATION_TYPES = ['staffing_company', 'home_health_agency', 'clinic', 'private_practice', 'hospital'] as const;
-export type OrganizationType = (typeof ORGANIZATION_TYPES)[number];
-
 /**
  * `status`: `requested` (a clinician asked for it; unlisted until an operator approves),
  * `unclaimed` (created by /organizations/invite; private until its contact claims it),

@@ -121,11 +121,8 @@ export const phiKeyFileOf = (dataDir: string) => path.join(dataDir, 'keys', 'phi
 export async function loadPhiKeyFile(opts: { phiKeys: string | null; dataDir: string }): Promise<PhiKeyFile> {
   if (opts.phiKeys) return parseKeyFile(opts.phiKeys, 'PHI_KEYS');
   const file = phiKeyFileOf(opts.dataDir);
-  try {
-    return parseKeyFile(await fs.readFile(file, 'utf8'), file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
+  const existing = await readPhiKeyFile(file);
+  if (existing) return existing;
   await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   try {
     await fs.writeFile(file, JSON.stringify(generateKeyFile(), null, 2), { mode: 0o600, flag: 'wx' });
@@ -133,6 +130,16 @@ export async function loadPhiKeyFile(opts: { phiKeys: string | null; dataDir: st
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
   return parseKeyFile(await fs.readFile(file, 'utf8'), file);
+}
+
+/** The key file as it is on disk, or null when there is none; never creates one. */
+export async function readPhiKeyFile(file: string): Promise<PhiKeyFile | null> {
+  try {
+    return parseKeyFile(await fs.readFile(file, 'utf8'), file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
 }
 
 /** Adds a fresh key and makes it current; old keys stay so existing values still decrypt. */

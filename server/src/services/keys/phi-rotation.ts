@@ -5,7 +5,7 @@ import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import { Conflict } from '../../errors.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
-import { loadPhiKeyFile, parseKeyFile, phiKeyFileOf, rotateKeyFile, type PhiKeyFile } from '../../security/phi-keyring.ts';
+import { parseKeyFile, phiKeyFileOf, readPhiKeyFile, rotateKeyFile, type PhiKeyFile } from '../../security/phi-keyring.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
 import { PHI_TABLES, type PhiTable } from '../phi-columns.ts';
 
@@ -21,10 +21,21 @@ export interface ReencryptResult {
   /** Values re-encrypted under the current key, per table. */
   readonly reencrypted: Record<string, number>;
   readonly total: number;
-  /** Values that no key of the ring opens (left as they are; see the server log). */
+  /** Values that no key of the ring opens (left as they are; listed, up to 20, in `failed_values`). */
   readonly failed: number;
+  /** Where the first `FAILED_VALUES_LISTED` of them are: table, column, row id (never the value). */
+  readonly failed_values: FailedValue[];
   readonly batches: number;
 }
+
+export interface FailedValue {
+  readonly table: string;
+  readonly column: string;
+  readonly row_id: string;
+}
+
+/** At most this many failing values are listed in a result; `failed` counts them all. */
+const FAILED_VALUES_LISTED = 20;
 
 export interface KeyStatus {
   readonly current_key_id: string;
@@ -78,7 +89,7 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
         ),
       );
       let done = 0;
-      let failed = 0;
+      const failed: FailedValue[] = [];
       for (const row of rows) {
         const key = t.key.map((k) => String(row[k]));
         const rowId = t.rowId(key);
@@ -91,7 +102,7 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
             const clear = phi.open(stored, t.table, column, rowId);
             sets.push(sql`${sql.identifier(column)} = ${phi.seal(clear, t.table, column, rowId)}`);
           } catch {
-            failed++;
+            failed.push({ table: t.table, column, row_id: rowId });
           }
         }
         if (sets.length === 0) continue;
@@ -107,6 +118,7 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
   async function reencryptAll(batchSize: number): Promise<ReencryptResult> {
     const reencrypted: Record<string, number> = {};
     let failed = 0;
+    const failedValues: FailedValue[] = [];
     let batches = 0;
     for (const t of PHI_TABLES) {
       let count = 0;
@@ -115,14 +127,30 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
         const b = await batch(t, after, batchSize);
         batches++;
         count += b.done;
-        failed += b.failed;
+        failed += b.failed.length;
+        failedValues.push(...b.failed.slice(0, FAILED_VALUES_LISTED - failedValues.length));
         if (b.rows < batchSize || !b.last) break;
         after = b.last;
       }
       reencrypted[t.table] = count;
     }
     const total = Object.values(reencrypted).reduce((a, b) => a + b, 0);
-    return { key_id: phi.ring().currentKeyId, reencrypted, total, failed, batches };
+    return { key_id: phi.ring().currentKeyId, reencrypted, total, failed, failed_values: failedValues, batches };
+  }
+
+  /**
+   * The data dir's key file as it is: never created here (a new ring would not hold the keys
+   * the stored values are under). Its absence is an error the operator has to resolve.
+   */
+  async function keyFileOnDisk(): Promise<PhiKeyFile> {
+    const file = await readPhiKeyFile(keyFile);
+    if (!file) {
+      throw new Conflict(
+        `PHI key file ${keyFile} is missing; restore it (or set PHI_KEYS) before running key operations. Nothing was changed.`,
+        'phi_key_file_missing',
+      );
+    }
+    return file;
   }
 
   async function writeKeyFileAtomically(file: PhiKeyFile): Promise<void> {
@@ -189,7 +217,7 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
       }
       const file = config.phiKeys
         ? parseKeyFile(config.phiKeys, 'PHI_KEYS')
-        : await loadPhiKeyFile({ phiKeys: null, dataDir: config.dataDir }).catch(() => null);
+        : await keyFileOnDisk();
       const ringIds = new Set([...(file?.keys.map((k) => k.id) ?? []), ring.currentKeyId]);
       const keys = [...new Set([...ringIds, ...counts.keys()])]
         .sort()
@@ -226,7 +254,7 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
       }
       return exclusive(async () => {
         const previous = phi.ring().currentKeyId;
-        const file = rotateKeyFile(await loadPhiKeyFile({ phiKeys: null, dataDir: config.dataDir }));
+        const file = rotateKeyFile(await keyFileOnDisk());
         await writeKeyFileAtomically(file);
         phi.install(file);
         const result = await audited({ from: previous, to: file.current }, file.current, () => reencryptAll(batchOf(opts.batchSize)));

@@ -8,6 +8,7 @@ import {
   type OrganizationTypeName,
   type Terminology,
 } from '@fieldchart/schema/api';
+import type { OrganizationRow } from './records.ts';
 
 /**
  * The effective features and terminology of a clinician (spec: "Feature flags (11 booleans)
@@ -67,6 +68,18 @@ export interface OrganizationSettings {
   readonly terminologyOverrides: Readonly<Record<string, unknown>>;
 }
 
+/** The stored organization row as effectiveConfig reads it. */
+export function organizationSettingsOf(
+  row: Pick<OrganizationRow, 'type' | 'backOfficeConnected' | 'featureOverrides' | 'terminologyOverrides'>,
+): OrganizationSettings {
+  return {
+    type: row.type as OrganizationTypeName,
+    backOfficeConnected: row.backOfficeConnected,
+    featureOverrides: row.featureOverrides,
+    terminologyOverrides: row.terminologyOverrides,
+  };
+}
+
 export interface ConfigInputs {
   /** The organization of the caller's seat; null for a solo clinician. */
   readonly organization: OrganizationSettings | null;
@@ -88,12 +101,12 @@ export function effectiveConfig(input: ConfigInputs): EffectiveConfigRecord {
   const org = input.organization;
   if (!org) {
     // Rule 1 (+3): solo defaults overlaid with the personal overrides, for the personal keys only.
+    // The back-office flags are not personal keys, so they keep their solo default, false (rule 5).
     const features = { ...SOLO_DEFAULTS };
     for (const key of PERSONAL_FEATURE_KEYS) {
       const v = input.personalOverrides[key];
       if (typeof v === 'boolean') features[key] = v;
     }
-    for (const key of BACK_OFFICE_FLAGS) features[key] = false;
     return { source: 'solo', features, terminology: { ...DEFAULT_TERMINOLOGY } };
   }
   // Rules 2, 4, 6: type defaults (recomputed from the current type) overlaid with the stored

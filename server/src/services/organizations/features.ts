@@ -1,16 +1,11 @@
 import { eq } from 'drizzle-orm';
 import { organizations, users } from '@fieldchart/schema/db';
-import type {
-  EffectiveConfigRecord,
-  OrganizationConfigBody,
-  OrganizationTypeName,
-  PersonalFeaturesBody,
-} from '@fieldchart/schema/api';
+import type { EffectiveConfigRecord, OrganizationConfigBody, PersonalFeaturesBody } from '@fieldchart/schema/api';
 import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../clock.ts';
 import { NotFound } from '../../errors.ts';
 import type { Principal } from '../auth/sessions.ts';
-import { applyOverridePatch, effectiveConfig } from './effective-config.ts';
+import { applyOverridePatch, effectiveConfig, organizationSettingsOf } from './effective-config.ts';
 import { requireAdmin, seatOf } from './seats.ts';
 
 /**
@@ -27,14 +22,7 @@ export function createFeatures(deps: { db: Db; clock: Clock }) {
     const seat = await seatOf(tx, userId);
     const [org] = seat ? await tx.select().from(organizations).where(eq(organizations.id, seat.organizationId)) : [];
     return effectiveConfig({
-      organization: org
-        ? {
-            type: org.type as OrganizationTypeName,
-            backOfficeConnected: org.backOfficeConnected,
-            featureOverrides: org.featureOverrides,
-            terminologyOverrides: org.terminologyOverrides,
-          }
-        : null,
+      organization: org ? organizationSettingsOf(org) : null,
       personalOverrides: user.featureOverrides,
     });
   }
@@ -48,9 +36,6 @@ export function createFeatures(deps: { db: Db; clock: Clock }) {
     /** PUT /my-organization/config (admin): patches the stored overrides; null clears one. */
     async updateOrganization(principal: Principal, body: OrganizationConfigBody): Promise<EffectiveConfigRecord> {
       const seat = await requireAdmin(db, principal);
-      const terms = Object.fromEntries(
-        Object.entries(body.terminology ?? {}).map(([k, v]) => [k, typeof v === 'string' ? v.trim() : v]),
-      );
       return db.transaction(async (tx) => {
         const [org] = await tx.select().from(organizations).where(eq(organizations.id, seat.organizationId)).for('update');
         if (!org) throw new NotFound('Organization not found', 'organization_not_found');
@@ -58,7 +43,7 @@ export function createFeatures(deps: { db: Db; clock: Clock }) {
           .update(organizations)
           .set({
             featureOverrides: applyOverridePatch<boolean>(org.featureOverrides, body.features),
-            terminologyOverrides: applyOverridePatch<string>(org.terminologyOverrides, terms),
+            terminologyOverrides: applyOverridePatch<string>(org.terminologyOverrides, body.terminology),
             updatedAt: clock.now(),
           })
           .where(eq(organizations.id, org.id));

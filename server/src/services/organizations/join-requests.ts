@@ -7,7 +7,7 @@ import { Conflict, NotFound } from '../../errors.ts';
 import { joinRequestApproved } from '../../mail/templates.ts';
 import type { Principal } from '../auth/sessions.ts';
 import type { MailOutbox } from '../mail/mail-outbox.ts';
-import type { Membership } from './membership.ts';
+import { alreadyInOrganization, type Membership } from './membership.ts';
 import { selectJoinRequests } from './records.ts';
 import { requireAdmin, seatOf } from './seats.ts';
 
@@ -106,9 +106,7 @@ export function createJoinRequests(deps: { db: Db; clock: Clock; mail: MailOutbo
       await db.transaction(async (tx) => {
         const { seat, request } = await requestForAdmin(tx, principal, requestId);
         const now = clock.now();
-        if (await seatOf(tx, request.userId)) {
-          throw new Conflict('This clinician already belongs to an organization', 'already_in_organization');
-        }
+        if (await seatOf(tx, request.userId)) throw alreadyInOrganization();
         await tx
           .update(joinRequests)
           .set({ status: 'approved', decidedAt: now, decidedBy: principal.userId })

@@ -1,21 +1,17 @@
 import { and, asc, count, desc, eq, ilike, sql, type SQL } from 'drizzle-orm';
 import { invitations, joinRequests, organizationClaims, organizationMembers, organizations, users } from '@fieldchart/schema/db';
-import type { OrganizationTypeName } from '@fieldchart/schema/api';
 import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../clock.ts';
-import { Conflict, Invalid, NotFound } from '../../errors.ts';
+import { Conflict, NotFound } from '../../errors.ts';
 import { organizationApproved } from '../../mail/templates.ts';
 import type { MailOutbox } from '../mail/mail-outbox.ts';
 import { findUserByEmail, findUserById } from '../users/user-profile.ts';
-import { effectiveConfig } from './effective-config.ts';
-import type { Membership } from './membership.ts';
-import { invitationStatus, organizationRecord, selectInvitations, selectOrganizations, type OrganizationRow } from './records.ts';
+import { isUuid } from '../ids.ts';
+import { effectiveConfig, organizationSettingsOf } from './effective-config.ts';
+import { alreadyInOrganization, type Membership } from './membership.ts';
+import { containing } from './organizations.ts';
+import { invitationStatus, organizationById, organizationRecord, selectInvitations, selectOrganizations, type OrganizationRow } from './records.ts';
 import { seatOf } from './seats.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** A LIKE pattern matching `term` anywhere, with its own wildcards taken literally. */
-const containing = (term: string) => `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /**
  * What operators do to organizations (`fieldchart org …`, `fieldchart invitation list`):
@@ -26,7 +22,7 @@ export function createOrganizationOperator(deps: { db: Db; clock: Clock; mail: M
   const { db, clock } = deps;
 
   async function resolveOrganization(tx: Db, ref: string): Promise<OrganizationRow> {
-    const where = UUID.test(ref) ? eq(organizations.id, ref) : sql`lower(${organizations.name}) = lower(${ref})`;
+    const where = isUuid(ref) ? eq(organizations.id, ref) : sql`lower(${organizations.name}) = lower(${ref})`;
     const rows = await tx.select().from(organizations).where(and(where, sql`${organizations.deletedAt} is null`)).limit(2);
     if (rows.length > 1) throw new Conflict(`More than one organization is named "${ref}"; use its uuid`, 'ambiguous_organization');
     const [row] = rows;
@@ -35,15 +31,13 @@ export function createOrganizationOperator(deps: { db: Db; clock: Clock; mail: M
   }
 
   async function resolveUser(tx: Db, ref: string) {
-    const u = UUID.test(ref) ? await findUserById(tx, ref) : await findUserByEmail(tx, ref);
+    const u = isUuid(ref) ? await findUserById(tx, ref) : await findUserByEmail(tx, ref);
     if (!u) throw new NotFound(`No user ${ref}`, 'user_not_found');
     return u;
   }
 
   async function summary(tx: Db, id: string) {
-    const [found] = await selectOrganizations(tx, eq(organizations.id, id), { limit: 1 });
-    if (!found) throw new NotFound('Organization not found', 'organization_not_found');
-    const { row, members } = found;
+    const { row, members } = await organizationById(tx, id);
     const { role: _role, ...record } = organizationRecord(row, members, null);
     return {
       ...record,
@@ -109,15 +103,7 @@ export function createOrganizationOperator(deps: { db: Db; clock: Clock; mail: M
         const s = invitationStatus(i, now);
         invitationCounts[s] = (invitationCounts[s] ?? 0) + 1;
       }
-      const config = effectiveConfig({
-        organization: {
-          type: org.type as OrganizationTypeName,
-          backOfficeConnected: org.backOfficeConnected,
-          featureOverrides: org.featureOverrides,
-          terminologyOverrides: org.terminologyOverrides,
-        },
-        personalOverrides: {},
-      });
+      const config = effectiveConfig({ organization: organizationSettingsOf(org), personalOverrides: {} });
       return {
         ...(await summary(db, org.id)),
         members: members.map((m) => ({ ...m, since: m.since.toISOString() })),
@@ -174,9 +160,7 @@ export function createOrganizationOperator(deps: { db: Db; clock: Clock; mail: M
         const org = await resolveOrganization(tx, ref);
         const user = await resolveUser(tx, userRef);
         const seat = await seatOf(tx, user.id);
-        if (seat && seat.organizationId !== org.id) {
-          throw new Invalid('This user sits in another organization; they must leave it first', {}, 'already_in_organization');
-        }
+        if (seat && seat.organizationId !== org.id) throw alreadyInOrganization();
         if (!seat) await deps.membership.seatUser(tx, org.id, user.id, 'admin');
         else if (seat.role !== 'admin') {
           await tx.update(organizationMembers).set({ role: 'admin' }).where(eq(organizationMembers.userId, user.id));

@@ -5,7 +5,7 @@ import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../clock.ts';
 import { NotFound } from '../../errors.ts';
 import type { Principal } from '../auth/sessions.ts';
-import { effectiveConfig } from './effective-config.ts';
+import { effectiveConfig, organizationSettingsOf } from './effective-config.ts';
 import { organizationById, organizationRecord, selectOrganizations, type OrganizationRow } from './records.ts';
 import { requireAdmin, seatOf, type Seat } from './seats.ts';
 
@@ -21,15 +21,7 @@ export interface OrganizationProfilePatch {
 }
 
 export function myOrganizationRecord(row: OrganizationRow, members: number, seat: Seat): MyOrganizationRecord {
-  const config = effectiveConfig({
-    organization: {
-      type: row.type as OrganizationTypeName,
-      backOfficeConnected: row.backOfficeConnected,
-      featureOverrides: row.featureOverrides,
-      terminologyOverrides: row.terminologyOverrides,
-    },
-    personalOverrides: {},
-  });
+  const config = effectiveConfig({ organization: organizationSettingsOf(row), personalOverrides: {} });
   return {
     ...organizationRecord(row, members, seat),
     back_office_connected: row.backOfficeConnected,
@@ -39,7 +31,7 @@ export function myOrganizationRecord(row: OrganizationRow, members: number, seat
 }
 
 /** A LIKE pattern matching `term` anywhere, with its own wildcards taken literally. */
-function containing(term: string): string {
+export function containing(term: string): string {
   return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 

@@ -11,7 +11,8 @@ import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import { normaliseName } from '../../security/phi-keyring.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import { localDate } from '../clinician-settings.ts';
-import { isUuid, openPatient, sealPatient, type PatientPhi, type PatientRow, type ReferralRow } from './patient-codec.ts';
+import { isUuid } from '../ids.ts';
+import { openPatient, sealPatient, type PatientPhi, type PatientRow, type ReferralRow } from './patient-codec.ts';
 import { countInt, lastVisitDatesOf, nextVisitsOf, openReferralsOf, ownedPatient, timeZoneOf, visitBriefOf, type VisitRow } from './patient-queries.ts';
 
 export const patientNotFound = () => new NotFound('Patient not found', 'patient_not_found');
