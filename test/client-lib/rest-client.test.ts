@@ -128,6 +128,14 @@ forEachBackend('client-lib REST client', (backend) => {
     assert.ok(disciplines.includes('PT'));
     const settings = await api.settings();
     assert.equal(typeof settings, 'object');
+    // Every key the server documents (more may be added, so a superset passes).
+    const keys = [
+      'api_version', 'disciplines', 'password_min_length', 'password_max_length', 'otp_length', 'otp_valid_seconds',
+      'access_token_ttl_seconds', 'refresh_token_ttl_seconds', 'trial_days', 'subscription_products', 'organization_types',
+      'audio_max_bytes', 'audio_types', 'ai_status_poll_seconds', 'social_sign_in',
+    ];
+    assert.deepEqual(keys.filter((k) => !(k in settings)), [], `missing from ${JSON.stringify(Object.keys(settings))}`);
+    assert.deepEqual([settings.api_version, settings.password_min_length, settings.disciplines], ['v1', 8, disciplines]);
 
     const updated = await api.updateBasicInfo({ phone: '555-0100', address: '1 Main St' });
     assert.equal(updated.phone, '555-0100');

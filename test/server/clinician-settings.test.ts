@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { localDate, zonedInstant } from '../../server/src/services/clinician-settings.ts';
+import { eq } from 'drizzle-orm';
+import { clinicianSettings } from '@fieldchart/schema/db';
+import { DEFAULT_MILEAGE_RATE, DEFAULT_PAY_RATES, localDate, zonedInstant } from '../../server/src/services/clinician-settings.ts';
 import { forEachBackend } from '../helpers/backends.ts';
 import { registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
 
@@ -35,6 +37,25 @@ forEachBackend('clinician settings', (backend) => {
     );
     const again = await server.api('GET', '/my-settings', { token: u.token });
     assert.deepEqual(again.body.data, put.body.data);
+  });
+
+  test('saving one setting stores only that setting: defaults are not pinned into the row', async () => {
+    const u = await registerUser(server);
+    const put = await server.api('PUT', '/my-settings', { token: u.token, body: { time_zone: 'America/Chicago' } });
+    assert.equal(put.status, 200);
+    const { db } = server.runtime.database;
+    const [row] = await db.select().from(clinicianSettings).where(eq(clinicianSettings.userId, u.uuid));
+    assert.deepEqual(row?.payRates, {});
+    assert.equal(row?.timeZone, 'America/Chicago');
+    const got = await server.api('GET', '/my-settings', { token: u.token });
+    assert.deepEqual(got.body.data, { time_zone: 'America/Chicago', pay_rates: { ...DEFAULT_PAY_RATES }, mileage_rate: DEFAULT_MILEAGE_RATE });
+
+    // A later save merges into the stored rates without touching the time zone.
+    await server.api('PUT', '/my-settings', { token: u.token, body: { pay_rates: { routine: 85 } } });
+    await server.api('PUT', '/my-settings', { token: u.token, body: { pay_rates: { evaluation: 140 } } });
+    const [after2] = await db.select().from(clinicianSettings).where(eq(clinicianSettings.userId, u.uuid));
+    assert.deepEqual(after2?.payRates, { routine: 85, evaluation: 140 });
+    assert.equal(after2?.timeZone, 'America/Chicago');
   });
 
   test('422 for an unknown time zone, visit type or field; 401 without a token', async () => {

@@ -151,9 +151,11 @@ export const scheduledVisit = visitBrief
   .extend({ duration_minutes: z.number().int(), address: z.string().nullable(), has_note: z.boolean() })
   .meta({ id: 'ScheduledVisit' });
 
+export const DATE_RANGES = ['today', 'this_week', 'last_7_days', 'this_month', 'last_30_days', 'last_90_days', 'this_year'] as const;
+
 export const generalSummaryQuery = z.object({
   dateRange: z
-    .enum(['today', 'this_week', 'last_7_days', 'this_month', 'last_30_days', 'last_90_days', 'this_year'])
+    .enum(DATE_RANGES)
     .default('last_30_days')
     .describe('Days counted, in the clinician\'s time zone: today; this_week (Monday to Sunday); last_7_days, last_30_days, last_90_days (ending today); this_month; this_year. Default last_30_days'),
 });
@@ -165,8 +167,6 @@ export const patientCreated = z
 /** Path uuids are plain strings: a malformed one names no record, so it is a 404 like a foreign one. */
 export const patientUuidParams = z.object({ uuid: z.string().max(64).meta({ format: 'uuid' }) });
 export const referralUuidParams = z.object({ referralUuid: z.string().max(64).meta({ format: 'uuid' }) });
-
-export const DATE_RANGES = ['today', 'this_week', 'last_7_days', 'this_month', 'last_30_days', 'last_90_days', 'this_year'] as const;
 
 export const generalSummary = z
   .object({

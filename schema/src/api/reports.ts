@@ -16,7 +16,7 @@ export const reportRangeQuery = z.object({
 export const timeSavedQuery = z.object({
   from: isoDate.optional().describe('First day, inclusive (default: 90 days before today)'),
   to: isoDate.optional().describe('Last day, inclusive (default: today)'),
-  scope: z.enum(['me', 'organization']).default('me').describe("'organization' needs an organization admin seat"),
+  scope: z.enum(['me', 'organization']).default('me').describe("'organization' needs an organization admin seat: the visits recorded under the organization, by current and former members"),
 });
 
 export const PROBLEM_KINDS = ['late_documentation', 'unsigned', 'review_flags'] as const;

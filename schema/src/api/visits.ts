@@ -40,14 +40,24 @@ export const soapNoteBody = z.object({
   signature: z.string().max(2_000_000).optional().describe('Base64 PNG or JPEG'),
 });
 
+/**
+ * Miles are stored as numeric(10,2): each value is rounded to cents here, half away from zero on
+ * its decimal form as PostgreSQL does, so the split check sees the values that will be stored.
+ */
+const toCents = (n: number): number => {
+  const [mantissa, exponent = '0'] = String(n).split('e');
+  return Number(`${Math.round(Number(`${mantissa}e${Number(exponent) + 2}`))}e-2`);
+};
+const miles = z.number().min(0).max(2000).overwrite(toCents);
+
 export const mileageBody = z
   .object({
-    total_miles: z.number().min(0).max(2000),
-    travel_miles: z.number().min(0).max(2000).optional(),
-    onsite_miles: z.number().min(0).max(2000).optional(),
+    total_miles: miles,
+    travel_miles: miles.optional(),
+    onsite_miles: miles.optional(),
     recorded_at: z.iso.datetime({ offset: true }).optional().describe('Device time of the entry; the later entry wins'),
   })
-  .refine((m) => (m.travel_miles ?? 0) + (m.onsite_miles ?? 0) <= m.total_miles + 1e-9, {
+  .refine((m) => Math.round((m.travel_miles ?? 0) * 100) + Math.round((m.onsite_miles ?? 0) * 100) <= Math.round(m.total_miles * 100), {
     path: ['total_miles'],
     message: 'must be at least travel_miles + onsite_miles',
   });
@@ -64,8 +74,10 @@ export const fcmTokenBody = z.object({
     .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
 });
 
-export const scheduleUuidParams = z.object({ scheduleUuid: z.uuid() });
-export const visitUuidParams = z.object({ uuid: z.uuid() });
+// Not z.uuid(): a malformed id must answer the service's visit_not_found 404, the same body as
+// an unknown or foreign visit (the patients params do the same).
+export const scheduleUuidParams = z.object({ scheduleUuid: z.string().max(64).meta({ format: 'uuid' }) });
+export const visitUuidParams = z.object({ uuid: z.string().max(64).meta({ format: 'uuid' }) });
 
 export const timerEvent = z
   .object({

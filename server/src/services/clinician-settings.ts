@@ -1,4 +1,4 @@
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { clinicianSettings } from '@fieldchart/schema/db';
 import type { Db } from '../db/database.ts';
 import type { Clock } from '../clock.ts';
@@ -24,6 +24,7 @@ export interface ClinicianSettings {
 // profiles). Zones are validated IANA names, a bounded set, so one of each per zone is kept.
 const dateFormats = new Map<string, Intl.DateTimeFormat>();
 const instantFormats = new Map<string, Intl.DateTimeFormat>();
+const timeFormats = new Map<string, Intl.DateTimeFormat>();
 
 function formatFor(
   cache: Map<string, Intl.DateTimeFormat>,
@@ -44,6 +45,22 @@ export function localDate(now: Date, timeZone: string): string {
   const parts = formatFor(dateFormats, 'en-CA', timeZone, { year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(now);
   const get = (t: string) => parts.find((p) => p.type === t)?.value ?? '';
   return `${get('year')}-${get('month')}-${get('day')}`;
+}
+
+/** The wall-clock time (HH:MM, 00:00–23:59) at `now` in `timeZone`. */
+export function localTime(now: Date, timeZone: string): string {
+  const parts = formatFor(timeFormats, 'en-US', timeZone, { hourCycle: 'h23', hour: '2-digit', minute: '2-digit' }).formatToParts(now);
+  const get = (t: string) => parts.find((p) => p.type === t)?.value ?? '';
+  return `${get('hour')}:${get('minute')}`;
+}
+
+/**
+ * Whether the wall-clock `date` `time` happens in `timeZone`: false inside a daylight-saving gap
+ * (2026-03-08 02:30 in America/New_York), where `zonedInstant` lands on a different wall time.
+ */
+export function wallTimeExists(date: string, time: string, timeZone: string): boolean {
+  const instant = zonedInstant(date, time, timeZone);
+  return localDate(instant, timeZone) === date && localTime(instant, timeZone) === time;
 }
 
 /** The instant a wall-clock date and time in `timeZone` denote (DST-correct). */
@@ -68,36 +85,51 @@ export function zonedInstant(date: string, time: string, timeZone: string): Date
   return new Date(naive.getTime() - offsetAt(guess));
 }
 
+/** A clinician's settings with the defaults merged in for whatever they never set. */
+export async function readClinicianSettings(tx: Db, userId: string): Promise<ClinicianSettings> {
+  const [row] = await tx.select().from(clinicianSettings).where(eq(clinicianSettings.userId, userId));
+  return {
+    time_zone: row?.timeZone ?? DEFAULT_TIME_ZONE,
+    pay_rates: { ...DEFAULT_PAY_RATES, ...(row?.payRates ?? {}) },
+    mileage_rate: row?.mileageRate ?? DEFAULT_MILEAGE_RATE,
+  };
+}
+
 export function createClinicianSettings(deps: { db: Db; clock: Clock }) {
   const { db, clock } = deps;
   return {
-    async get(userId: string, tx: Db = db): Promise<ClinicianSettings> {
-      const [row] = await tx.select().from(clinicianSettings).where(eq(clinicianSettings.userId, userId));
-      return {
-        time_zone: row?.timeZone ?? DEFAULT_TIME_ZONE,
-        pay_rates: { ...DEFAULT_PAY_RATES, ...(row?.payRates ?? {}) },
-        mileage_rate: row?.mileageRate ?? DEFAULT_MILEAGE_RATE,
-      };
+    get(userId: string, tx: Db = db): Promise<ClinicianSettings> {
+      return readClinicianSettings(tx, userId);
     },
 
     async update(
       userId: string,
       input: { time_zone?: string | undefined; pay_rates?: Partial<Record<string, number>> | undefined; mileage_rate?: number | undefined },
     ): Promise<ClinicianSettings> {
-      const current = await this.get(userId);
-      const payRates: Record<string, number> = { ...current.pay_rates };
+      // Store only what was sent: defaults merge in at read time (`get`), so a later change of
+      // DEFAULT_PAY_RATES reaches every clinician who never set that rate. One statement, so two
+      // concurrent saves of different rates both land (jsonb `||` merges into the stored row).
+      const payRates: Record<string, number> = {};
       for (const [k, v] of Object.entries(input.pay_rates ?? {})) if (v !== undefined) payRates[k] = v;
-      const values = {
-        userId,
-        timeZone: input.time_zone ?? current.time_zone,
-        payRates,
-        mileageRate: input.mileage_rate ?? current.mileage_rate,
-        updatedAt: clock.now(),
-      };
+      const now = clock.now();
       await db
         .insert(clinicianSettings)
-        .values(values)
-        .onConflictDoUpdate({ target: clinicianSettings.userId, set: values });
+        .values({
+          userId,
+          payRates,
+          updatedAt: now,
+          ...(input.time_zone !== undefined ? { timeZone: input.time_zone } : {}),
+          ...(input.mileage_rate !== undefined ? { mileageRate: input.mileage_rate } : {}),
+        })
+        .onConflictDoUpdate({
+          target: clinicianSettings.userId,
+          set: {
+            payRates: sql`${clinicianSettings.payRates} || excluded.pay_rates`,
+            updatedAt: now,
+            ...(input.time_zone !== undefined ? { timeZone: input.time_zone } : {}),
+            ...(input.mileage_rate !== undefined ? { mileageRate: input.mileage_rate } : {}),
+          },
+        });
       return this.get(userId);
     },
   };

@@ -36,6 +36,8 @@ export interface VisitFixture {
   note?: { submittedAt: Date; signed?: boolean; reviewFlags?: string[]; vitalFlags?: string[] };
   mileage?: { total: number; travel?: number; onsite?: number };
   deleted?: boolean;
+  /** The organization the visit was recorded under (scheduling stamps the seat's); none by default. */
+  organizationId?: string | null;
 }
 
 export async function addVisit(server: TestServer, ownerId: string, v: VisitFixture): Promise<string> {
@@ -45,6 +47,7 @@ export async function addVisit(server: TestServer, ownerId: string, v: VisitFixt
   await db.insert(visits).values({
     id,
     ownerId,
+    organizationId: v.organizationId ?? null,
     patientId: v.patientId ?? null,
     visitDate: v.date,
     startTime: v.start ?? '09:00',

@@ -143,8 +143,8 @@ forEachBackend('reports: summary, time saved, earnings', (backend) => {
     const member = await memberOf(server, org);
     const outsider = await registerUser(server);
     for (let i = 0; i < 10; i++) {
-      await addVisit(server, org.admin.uuid, { date: '2026-06-02', status: 'completed', ai: true, documentationSeconds: 480 });
-      await addVisit(server, member.uuid, { date: '2026-06-03', status: 'completed', documentationSeconds: 1200 });
+      await addVisit(server, org.admin.uuid, { date: '2026-06-02', status: 'completed', ai: true, documentationSeconds: 480, organizationId: org.uuid });
+      await addVisit(server, member.uuid, { date: '2026-06-03', status: 'completed', documentationSeconds: 1200, organizationId: org.uuid });
       await addVisit(server, outsider.uuid, { date: '2026-06-03', status: 'completed', documentationSeconds: 60 });
     }
     const asMember = await server.api('GET', '/reports/time-saved?scope=organization', { token: member.token });
@@ -160,6 +160,29 @@ forEachBackend('reports: summary, time saved, earnings', (backend) => {
     const mine = await server.api('GET', '/reports/time-saved', { token: org.admin.token });
     assert.equal(mine.body.data.sufficient_data, false);
     assert.match(mine.body.data.note, /0 manual/);
+  });
+
+  test('time saved for an organization counts the visits recorded under it: not a newcomer\'s earlier work, still a leaver\'s', async () => {
+    const org = await orgWithAdmin(server);
+    const elsewhere = await orgWithAdmin(server);
+    const leaver = await memberOf(server, org);
+    const newcomer = await memberOf(server, org);
+    for (let i = 0; i < 10; i++) {
+      await addVisit(server, org.admin.uuid, { date: '2026-06-02', status: 'completed', ai: true, documentationSeconds: 480, organizationId: org.uuid });
+      await addVisit(server, leaver.uuid, { date: '2026-06-03', status: 'completed', documentationSeconds: 1200, organizationId: org.uuid });
+      // Before joining: solo (no organization) and at another organization.
+      await addVisit(server, newcomer.uuid, { date: '2026-06-01', status: 'completed', documentationSeconds: 60, organizationId: null });
+      await addVisit(server, newcomer.uuid, { date: '2026-06-01', status: 'completed', ai: true, documentationSeconds: 60, organizationId: elsewhere.uuid });
+    }
+    const left = await server.api('POST', '/my-organization/leave', { token: leaver.token });
+    assert.equal(left.status, 200, JSON.stringify(left.body));
+
+    const res = await server.api('GET', '/reports/time-saved?scope=organization', { token: org.admin.token });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual([res.body.data.ai_assisted.visits, res.body.data.manual.visits], [10, 10]);
+    assert.equal(res.body.data.minutes_saved_per_visit, 12);
+    const theirs = await server.api('GET', '/reports/time-saved?scope=organization', { token: elsewhere.admin.token });
+    assert.deepEqual([theirs.body.data.ai_assisted.visits, theirs.body.data.manual.visits], [10, 0]);
   });
 
   test('built through the patient and visit endpoints: reports read what the visit day wrote', async () => {

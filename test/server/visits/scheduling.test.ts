@@ -58,6 +58,24 @@ forEachBackend('visits: scheduling and lists', (backend) => {
     assert.deepEqual(foreignRes.body, randomRes.body, 'a foreign patient reads exactly like an unknown one');
   });
 
+  test("schedule: 422 for a wall time skipped by a daylight-saving change in the clinician's zone", async () => {
+    const u = await registerUser(server); // default zone America/New_York: 02:00–02:59 on 2026-03-08 never happens
+    const gap = await server.api('POST', '/schedule-visit-request-save', { token: u.token, body: { visit_date: '2026-03-08', start_time: '02:30' } });
+    assert.equal(gap.status, 422, JSON.stringify(gap.body));
+    assert.deepEqual(gap.body.errors, { start_time: ['does not exist in America/New_York on that date (daylight-saving change)'] });
+    for (const start_time of ['01:59', '03:00']) {
+      const ok = await server.api('POST', '/schedule-visit-request-save', { token: u.token, body: { visit_date: '2026-03-08', start_time } });
+      assert.equal(ok.status, 200, `${start_time}: ${JSON.stringify(ok.body)}`);
+    }
+    // The fall-back hour happens (twice) and is accepted; Europe's gap is a different date.
+    assert.equal((await server.api('POST', '/schedule-visit-request-save', { token: u.token, body: { visit_date: '2026-11-01', start_time: '01:30' } })).status, 200);
+    assert.equal((await server.api('POST', '/schedule-visit-request-save', { token: u.token, body: { visit_date: '2026-03-29', start_time: '02:30' } })).status, 200);
+    await server.api('PUT', '/my-settings', { token: u.token, body: { time_zone: 'Europe/Berlin' } });
+    const berlin = await server.api('POST', '/schedule-visit-request-save', { token: u.token, body: { visit_date: '2026-03-29', start_time: '02:30' } });
+    assert.equal(berlin.status, 422);
+    assert.deepEqual(berlin.body.errors, { start_time: ['does not exist in Europe/Berlin on that date (daylight-saving change)'] });
+  });
+
   test('Idempotency-Key: a replayed schedule creates nothing new', async () => {
     const u = await registerUser(server);
     const body = { visit_date: '2026-11-25', start_time: '10:00', address: '1 Main St' };
@@ -145,6 +163,7 @@ forEachBackend('visits: scheduling and lists', (backend) => {
       bodies.push(res.body);
     }
     assert.deepEqual(bodies[0], bodies[1]);
+    assert.deepEqual(bodies[0], bodies[2]);
   });
 
   test('push tokens: 422 for invalid tokens; a token moves to the latest user who registers it', async () => {

@@ -128,6 +128,18 @@ forEachBackend('visits: the visit day', (backend) => {
     assert.deepEqual([o.signed, o.signature, o.vital_flags], [false, null, ['heart_rate_low', 'oxygen_saturation_low']]);
   });
 
+  test('SOAP: a cancelled visit is 409 visit_cancelled and gets no note', async () => {
+    const u = await registerUser(server);
+    const id = await newVisit(u);
+    // Nothing in the API cancels a visit yet (sync and operators write the status): set it directly.
+    const { db } = server.runtime.database;
+    await db.execute(sql`update visits set status = 'cancelled' where id = ${id}`);
+    const res = await server.api('POST', '/patient-referral-end-visit-note', { token: u.token, body: soapBody(id) });
+    assert.deepEqual([res.status, res.body.code], [409, 'visit_cancelled']);
+    const v = await details(server, u, id);
+    assert.deepEqual([v.status, v.has_note, v.soap_note], ['cancelled', false, null]);
+  });
+
   test('SOAP: 422 for missing sections, impossible vitals and unacceptable signatures; 404 unknown visit; nothing completes', async () => {
     const u = await registerUser(server);
     const id = await newVisit(u);
@@ -171,6 +183,14 @@ forEachBackend('visits: the visit day', (backend) => {
       const res = await put(body);
       assert.equal(res.status, 422, JSON.stringify(body));
     }
+    // Stored as numeric(10,2): the split is checked on the rounded values. 1.004 / 0.505 / 0.499
+    // would store as 1.00 / 0.51 / 0.50 (travel + onsite > total), so it is refused ...
+    const split = await put({ total_miles: 1.004, travel_miles: 0.505, onsite_miles: 0.499, recorded_at: '2026-11-20T18:00:00Z' });
+    assert.equal(split.status, 422, JSON.stringify(split.body));
+    assert.ok(split.body.errors?.total_miles, JSON.stringify(split.body.errors));
+    // ... and a split over by less than half a cent is stored consistently.
+    assert.equal((await put({ total_miles: 1.004, travel_miles: 0.5, onsite_miles: 0.5049, recorded_at: '2026-11-20T18:00:00Z' })).status, 200);
+    assert.deepEqual((await details(server, u, id)).mileage, { total_miles: 1, travel_miles: 0.5, onsite_miles: 0.5, recorded_at: '2026-11-20T18:00:00.000Z' });
     assert.equal((await server.api('PUT', `/visit/${crypto.randomUUID()}/mileage`, { token: u.token, body: { total_miles: 1 } })).status, 404);
     assert.equal((await server.api('PUT', '/visit/zzz/mileage', { token: u.token, body: { total_miles: 1 } })).status, 404);
   });

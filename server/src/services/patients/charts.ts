@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lte, or, sql } from 'drizzle-orm';
 import type { z } from 'zod';
-import { vitalSigns, type scheduledVisitsBody } from '@fieldchart/schema/api';
+import { vitalSigns, type DATE_RANGES, type scheduledVisitsBody } from '@fieldchart/schema/api';
 import { soapNotes, visits } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../clock.ts';
@@ -9,7 +9,9 @@ import type { ClinicianContext } from '../../http/audit-context.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import { localDate } from '../clinician-settings.ts';
-import { isUuid, referralRecord, type ReferralRow } from './patient-codec.ts';
+import { isUuid } from '../ids.ts';
+import { addDays } from '../reports/visit-facts.ts';
+import { referralRecord, type ReferralRow } from './patient-codec.ts';
 import { countInt, ownedPatient, ownedReferral, timeZoneOf, visitBriefOf, type VisitRow } from './patient-queries.ts';
 import { patientRecords } from './patients.ts';
 
@@ -56,31 +58,26 @@ function parseVitals(phi: PhiCrypto, note: NoteRow): z.infer<typeof vitalSigns> 
 
 /** `first`…`last` (inclusive) of a dateRange value, in the clinician's calendar. */
 export function rangeOf(dateRange: string, today: string): { from: string; to: string } {
-  const day = (iso: string, plus: number) => {
-    const d = new Date(`${iso}T00:00:00Z`);
-    d.setUTCDate(d.getUTCDate() + plus);
-    return d.toISOString().slice(0, 10);
-  };
   const weekday = (new Date(`${today}T00:00:00Z`).getUTCDay() + 6) % 7; // Monday = 0
   switch (dateRange) {
     case 'today':
       return { from: today, to: today };
     case 'this_week':
-      return { from: day(today, -weekday), to: day(today, 6 - weekday) };
+      return { from: addDays(today, -weekday), to: addDays(today, 6 - weekday) };
     case 'last_7_days':
-      return { from: day(today, -6), to: today };
+      return { from: addDays(today, -6), to: today };
     case 'this_month': {
       const from = `${today.slice(0, 7)}-01`;
       const next = new Date(`${from}T00:00:00Z`);
       next.setUTCMonth(next.getUTCMonth() + 1);
-      return { from, to: day(next.toISOString().slice(0, 10), -1) };
+      return { from, to: addDays(next.toISOString().slice(0, 10), -1) };
     }
     case 'last_90_days':
-      return { from: day(today, -89), to: today };
+      return { from: addDays(today, -89), to: today };
     case 'this_year':
       return { from: `${today.slice(0, 4)}-01-01`, to: `${today.slice(0, 4)}-12-31` };
     default:
-      return { from: day(today, -29), to: today };
+      return { from: addDays(today, -29), to: today };
   }
 }
 
@@ -188,7 +185,7 @@ export function createPatientCharts(deps: { db: Db; clock: Clock; phi: PhiCrypto
     },
 
     /** GET /patient/general-summary: counts only (no PHI) over the range, in the clinician's time zone. */
-    async generalSummary(ctx: ClinicianContext, dateRange: string) {
+    async generalSummary(ctx: ClinicianContext, dateRange: (typeof DATE_RANGES)[number]) {
       return audit.around(ctx, { action: 'read', resourceType: 'patient_summary', details: { date_range: dateRange } }, async (tx) => {
         const timeZone = await timeZoneOf(tx, ctx.actorUserId);
         const { from, to } = rangeOf(dateRange, localDate(clock.now(), timeZone));
@@ -214,7 +211,7 @@ export function createPatientCharts(deps: { db: Db; clock: Clock; phi: PhiCrypto
             and (submitted_at at time zone ${timeZone})::date between ${from}::date and ${to}::date
         `).then((r) => (Array.isArray(r) ? r : (r as { rows: never[] }).rows));
         return {
-          date_range: dateRange as 'last_30_days',
+          date_range: dateRange,
           from,
           to,
           time_zone: timeZone,

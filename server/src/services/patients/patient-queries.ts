@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gte, inArray, isNull, max, sql } from 'drizzle-orm';
-import { clinicianSettings, patientReferrals, patients, visits } from '@fieldchart/schema/db';
+import { patientReferrals, patients, visits } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
-import { DEFAULT_TIME_ZONE } from '../clinician-settings.ts';
+import { readClinicianSettings } from '../clinician-settings.ts';
 import type { PatientRow, ReferralRow } from './patient-codec.ts';
 
 /*
@@ -81,9 +81,9 @@ export async function lastVisitDatesOf(tx: Db, ownerId: string, patientIds: stri
   return new Map(rows.filter((r) => r.patientId && r.last).map((r) => [r.patientId as string, r.last as string]));
 }
 
+/** The clinician's time zone (settings read through clinician-settings.ts, defaults included). */
 export async function timeZoneOf(tx: Db, userId: string): Promise<string> {
-  const [row] = await tx.select({ tz: clinicianSettings.timeZone }).from(clinicianSettings).where(eq(clinicianSettings.userId, userId));
-  return row?.tz ?? DEFAULT_TIME_ZONE;
+  return (await readClinicianSettings(tx, userId)).time_zone;
 }
 
 /** `count(*)` as a JS number on both drivers. */

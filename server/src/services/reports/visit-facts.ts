@@ -1,5 +1,5 @@
 import { and, asc, eq, gte, inArray, isNull, lte, sql, type SQL } from 'drizzle-orm';
-import { organizationMembers, patients, soapNotes, visitMileage, visits } from '@fieldchart/schema/db';
+import { patients, soapNotes, visitMileage, visits } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import { zonedInstant } from '../clinician-settings.ts';
@@ -61,7 +61,7 @@ const factColumns = {
 };
 
 export interface FactFilter {
-  /** The clinician, or every member of an organization. */
+  /** The clinician, or the visits recorded under an organization (`visits.organization_id`). */
   readonly owner: { userId: string } | { organizationId: string };
   readonly from?: string;
   readonly to?: string;
@@ -70,16 +70,11 @@ export interface FactFilter {
 
 /** Visits of one owner (or organization) dated in [from, to], ordered by date and start time. */
 export async function loadVisitFacts(db: Db, filter: FactFilter): Promise<VisitFact[]> {
+  // An organization's visits are those recorded under it (scheduling stamps the seat's
+  // organization): not every visit its current members ever made, which would count a new
+  // member's work for other tenants and drop the visits of members who left.
   const ownerCond =
-    'userId' in filter.owner
-      ? eq(visits.ownerId, filter.owner.userId)
-      : inArray(
-          visits.ownerId,
-          db
-            .select({ id: organizationMembers.userId })
-            .from(organizationMembers)
-            .where(eq(organizationMembers.organizationId, filter.owner.organizationId)),
-        );
+    'userId' in filter.owner ? eq(visits.ownerId, filter.owner.userId) : eq(visits.organizationId, filter.owner.organizationId);
   const rows = await db
     .select(factColumns)
     .from(visits)

@@ -8,6 +8,7 @@ import type { Db } from '../../db/database.ts';
 import { Invalid } from '../../errors.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
+import { wallTimeExists, type ClinicianSettingsService } from '../clinician-settings.ts';
 import { seatOf } from '../organizations/seats.ts';
 
 export type VisitRequest = z.infer<typeof visitRequestBody>;
@@ -21,13 +22,17 @@ export const DURATION_BY_TYPE: Readonly<Record<string, number>> = {
   supervisory: 30,
 };
 
-export function createScheduling(deps: { db: Db; clock: Clock; phi: PhiCrypto; audit: AuditLog }) {
-  const { clock, phi, audit } = deps;
+export function createScheduling(deps: { db: Db; clock: Clock; phi: PhiCrypto; audit: AuditLog; settings: ClinicianSettingsService }) {
+  const { clock, phi, audit, settings } = deps;
 
   return {
     async schedule(ctx: AuditContext, ownerId: string, input: VisitRequest): Promise<{ uuid: string }> {
       const id = crypto.randomUUID();
       return audit.around(ctx, { action: 'create', resourceType: 'visit', resourceId: id }, async (tx, note) => {
+        const { time_zone: timeZone } = await settings.get(ownerId, tx);
+        if (!wallTimeExists(input.visit_date, input.start_time, timeZone)) {
+          throw Invalid.field('start_time', `does not exist in ${timeZone} on that date (daylight-saving change)`);
+        }
         let patientId: string | null = null;
         let referralId: string | null = null;
         let address = input.address || null;

@@ -4,7 +4,10 @@
  * derived from it. No database, no clock: the service feeds stored rows in.
  */
 
-export const TIMER_SEQUENCE = ['start_travel', 'arrive', 'start_documentation', 'complete'] as const;
+import { TIMER_EVENT_TYPES } from '@fieldchart/schema/api';
+
+/** The timer's steps in order: the API's event types are listed in sequence order. */
+export const TIMER_SEQUENCE = TIMER_EVENT_TYPES;
 export type TimerEventType = (typeof TIMER_SEQUENCE)[number];
 
 export interface TimerFact {

@@ -6,10 +6,11 @@
 import { and, asc, eq, inArray, isNull } from 'drizzle-orm';
 import type * as z from 'zod';
 import type { visit as visitSchema } from '@fieldchart/schema/api';
-import { patients, soapNotes, timerEvents, visitMileage, visits } from '@fieldchart/schema/db';
+import { soapNotes, timerEvents, visitMileage, visits } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
 import { NotFound } from '../../errors.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
+import { minutes, patientBriefs } from '../reports/visit-facts.ts';
 import { TIMER_SEQUENCE, type TimerEventType } from './timer-sequence.ts';
 
 export type VisitRecord = z.infer<typeof visitSchema>;
@@ -31,7 +32,6 @@ export async function findOwnedVisit(tx: Db, ownerId: string, id: string, opts: 
 
 export const visitNotFound = () => new NotFound('Visit not found', 'visit_not_found');
 
-const minutes = (s: number | null) => (s === null ? null : Math.round(s / 6) / 10);
 const place = (lat: number | null, lng: number | null, accuracy: number | null) =>
   lat === null || lng === null ? null : { latitude: lat, longitude: lng, accuracy };
 
@@ -42,14 +42,9 @@ export function createVisitRecords(deps: { phi: PhiCrypto }) {
   async function toRecords(tx: Db, ownerId: string, rows: readonly VisitRow[], opts: { soap: boolean }): Promise<VisitRecord[]> {
     if (rows.length === 0) return [];
     const ids = rows.map((r) => r.id);
-    const patientIds = [...new Set(rows.flatMap((r) => (r.patientId ? [r.patientId] : [])))];
     // One after another: a transaction is one connection on both drivers.
-    const patientRows = patientIds.length
-        ? await tx
-            .select({ id: patients.id, first: patients.firstNameEnc, last: patients.lastNameEnc })
-            .from(patients)
-            .where(and(inArray(patients.id, patientIds), eq(patients.ownerId, ownerId)))
-        : [];
+    const patientIds = rows.map((r) => r.patientId);
+    const patientById = await patientBriefs(tx, phi, ownerId, patientIds);
     const eventRows = await tx
       .select()
       .from(timerEvents)
@@ -59,19 +54,12 @@ export function createVisitRecords(deps: { phi: PhiCrypto }) {
       .select()
       .from(visitMileage)
       .where(and(inArray(visitMileage.visitId, ids), isNull(visitMileage.deletedAt)));
-    const noteRows = await tx
-      .select()
-      .from(soapNotes)
-      .where(and(inArray(soapNotes.visitId, ids), isNull(soapNotes.deletedAt)));
-    const patientById = new Map(
-      patientRows.map((p) => [
-        p.id,
-        {
-          uuid: p.id,
-          first_name: phi.open(p.first, 'patients', 'first_name_enc', p.id) ?? '',
-          last_name: phi.open(p.last, 'patients', 'last_name_enc', p.id) ?? '',
-        },
-      ]),
+    // Lists only say whether a note exists: whole rows would carry the sealed note text and
+    // signature (up to 512 KB each) for nothing.
+    const liveNotes = and(inArray(soapNotes.visitId, ids), isNull(soapNotes.deletedAt));
+    const noteRows = opts.soap ? await tx.select().from(soapNotes).where(liveNotes) : [];
+    const notedVisits = new Set(
+      opts.soap ? noteRows.map((n) => n.visitId) : (await tx.select({ visitId: soapNotes.visitId }).from(soapNotes).where(liveNotes)).map((n) => n.visitId),
     );
     const rankOf = (t: string) => TIMER_SEQUENCE.indexOf(t as TimerEventType);
     const eventsOf = new Map<string, VisitRecord['timer_events']>();
@@ -107,7 +95,7 @@ export function createVisitRecords(deps: { phi: PhiCrypto }) {
         address: phi.open(v.addressEnc, 'visits', 'address_enc', v.id),
         notes: phi.open(v.notesEnc, 'visits', 'notes_enc', v.id),
         ai_assisted: v.aiAssisted,
-        has_note: n !== undefined,
+        has_note: notedVisits.has(v.id),
         completed_at: v.completedAt?.toISOString() ?? null,
         evv: {
           travel_started_at: v.travelStartedAt?.toISOString() ?? null,
