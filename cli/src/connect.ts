@@ -23,6 +23,7 @@ import {
 import { acquireLock, DataDirBusy, readLock, type LockInfo } from '../../server/src/db/data-dir-lock.ts';
 import { openDatabase } from '../../server/src/db/database.ts';
 import { AppError } from '../../server/src/errors.ts';
+import { redactText } from '../../server/src/log-safety.ts';
 import { migrateDatabase } from '../../server/src/jobs/job-queue-pool.ts';
 import { buildServices } from '../../server/src/services/build.ts';
 import { CliError, EXIT } from './errors.ts';
@@ -34,10 +35,8 @@ export interface Outcome<N extends OperationName> {
   readonly via: string;
 }
 
-export interface ExecuteOptions {
-  /** How long to wait for another CLI command holding the data dir, or a booting server's socket. */
-  readonly waitMs?: number;
-}
+/** How long to wait for another CLI command holding the data dir, or a booting server's socket. */
+const WAIT_MS = 30_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -54,12 +53,23 @@ function validated<N extends OperationName>(name: N, args: OperationArgs<N>): un
 /** JSON in, JSON out: a local result goes through the same encoding as a socket reply. */
 const asJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value ?? null)) as unknown;
 
-function failure(err: unknown): CliError {
+function failure(err: unknown, opening = false): CliError {
   if (err instanceof CliError) return err;
   if (err instanceof AppError) return new CliError(err.message, err.code, EXIT.failed);
   if (err instanceof z.ZodError) return new CliError(`invalid arguments: ${err.message}`, 'validation_failed', EXIT.usage);
-  const message = err instanceof Error ? err.message : String(err);
-  return new CliError(`database error: ${message}`, 'database_error', EXIT.failed);
+  // Driver text can quote the values a statement carried: only a redacted message is shown.
+  const message = redactText(err instanceof Error ? err.message : String(err));
+  if (opening || isDatabaseError(err)) return new CliError(`database error: ${message}`, 'database_error', EXIT.failed);
+  return new CliError(`error: ${message}`, 'internal_error', EXIT.failed);
+}
+
+/** A driver or ORM error (a SQLSTATE, or drizzle's wrapper with its query), possibly as a cause. */
+function isDatabaseError(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const { code, query } = e as { code?: unknown; query?: unknown };
+    if (typeof query === 'string' || (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code))) return true;
+  }
+  return false;
 }
 
 function unwrap(reply: AdminReply): unknown {
@@ -83,7 +93,7 @@ async function runHere(config: Config, name: OperationName, args: unknown): Prom
   try {
     database = await openDatabase(config.database);
   } catch (err) {
-    throw failure(err);
+    throw failure(err, true);
   }
   let built: Awaited<ReturnType<typeof buildServices>> | null = null;
   try {
@@ -137,10 +147,8 @@ export async function execute<N extends OperationName>(
   config: Config,
   name: N,
   args: OperationArgs<N>,
-  opts: ExecuteOptions = {},
 ): Promise<Outcome<N>> {
   const input = validated(name, args);
-  const waitMs = opts.waitMs ?? 30_000;
 
   if (config.database.kind === 'postgres') {
     const result = (await runHere(config, name, input)) as OperationResult<N>;
@@ -148,7 +156,7 @@ export async function execute<N extends OperationName>(
   }
 
   const { dataDir } = config;
-  const deadline = Date.now() + waitMs;
+  const deadline = Date.now() + WAIT_MS;
   for (;;) {
     const holder = await readLock(dataDir);
     if (holder?.owner === 'server') {

@@ -65,8 +65,6 @@ const envSchema = z.object({
   SHUTDOWN_GRACE_MS: int(10_000, 0),
 });
 
-export type Env = z.input<typeof envSchema>;
-
 export interface Config {
   readonly env: 'development' | 'production' | 'test';
   readonly logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];

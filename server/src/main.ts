@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
+import { API_PREFIX } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { DataDirBusy } from './db/data-dir-lock.ts';
 import { startRuntime } from './runtime.ts';
@@ -29,7 +30,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
   const rt = runtime;
   rt.app.log.info(
     { database: config.database.kind, dataDir: config.dataDir, worker: config.worker.enabled },
-    `Fieldchart listening on ${rt.url} (API at ${rt.url}/api/therapist/v1, docs at ${rt.url}/docs)`,
+    `Fieldchart listening on ${rt.url} (API at ${rt.url}${API_PREFIX}, docs at ${rt.url}/docs)`,
   );
   let stopping = false;
   const stop = (signal: string) => {

@@ -10,8 +10,8 @@ import { acquireLock, type DataDirLock } from './db/data-dir-lock.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
 import { unlockDeadWorkers } from './db/pglite-pg-pool.ts';
-import { openJobQueuePool } from './jobs/job-queue-pool.ts';
-import { migrateJobQueue, startWorker, type Worker } from './jobs/worker.ts';
+import { openJobQueuePool, prepareJobQueue } from './jobs/job-queue-pool.ts';
+import { startWorker, type Worker } from './jobs/worker.ts';
 import type { MailTransport } from './mail/transport.ts';
 import type { IdTokenVerifier } from './security/id-token-verifier.ts';
 import { buildServices } from './services/build.ts';
@@ -78,10 +78,10 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
 
     const pool: pg.Pool = openJobQueuePool(config, database, config.worker.concurrency + 2);
     cleanups.push(() => pool.end());
-    const onPoolError = (err: Error) => app.log.error({ err: safeError(err) }, 'job queue connection error');
-    pool.on('error', onPoolError);
-    pool.on('connect', (client: pg.PoolClient) => client.on('error', onPoolError));
-    await migrateJobQueue(pool, app.log);
+    await prepareJobQueue(pool, {
+      onError: (err) => app.log.error({ err: safeError(err) }, 'job queue connection error'),
+      log: app.log,
+    });
     if (config.worker.enabled) {
       worker = await startWorker({ pgPool: pool, services, concurrency: config.worker.concurrency, log: app.log });
       const w = worker;
@@ -96,7 +96,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     }
 
     if (lock) {
-      const admin = await startAdminSocket(adminSocketOf(config.dataDir), operationContext(services, database));
+      const admin = await startAdminSocket(adminSocketOf(config.dataDir), operationContext(services, database), app.log);
       cleanups.push(() => admin.close());
     }
 

@@ -257,8 +257,20 @@ describe('fieldchart CLI on the embedded database', () => {
       assert.match(shown.stdout, /password reset code is \d{6}/);
       const json = await cliJson(['mail', 'show', mail.id], env);
       assert.equal(json.eml, fs.readFileSync(mail.stored_as, 'utf8'));
+      // A second mail, so that --limit 1 has something to leave out.
+      const other = await http(base, 'POST', '/forgot-password/send-otp', { body: { email: bob.email } });
+      assert.equal(other.status, 200);
+      const all = await eventually(
+        async () => {
+          const items = await cliJson<any[]>(['mail', 'list'], env);
+          assert.equal(items.length, 2);
+          return items;
+        },
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
       const limited = await cliJson<any[]>(['mail', 'list', '--limit', '1'], env);
       assert.equal(limited.length, 1);
+      assert.equal(limited[0].id, all[0].id, 'the newest first');
     });
 
     test('a user disabled through the CLI is refused at once; enabling lets them sign in again', async () => {

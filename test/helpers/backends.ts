@@ -14,7 +14,7 @@ import postgres from 'postgres';
 import { openDatabase, type Database } from '../../server/src/db/database.ts';
 import { applyMigrations, migrationsFolder } from '../../server/src/db/migrate.ts';
 import { PglitePgPool } from '../../server/src/db/pglite-pg-pool.ts';
-import { runMigrations } from 'graphile-worker';
+import { prepareJobQueue } from '../../server/src/jobs/job-queue-pool.ts';
 import type { Pool } from 'pg';
 
 export type BackendName = 'pglite' | 'postgres';
@@ -45,7 +45,7 @@ const cacheDir = path.join(os.tmpdir(), 'fieldchart-test-cache');
 
 async function migrateAll(database: Database, pool: Pool): Promise<void> {
   await applyMigrations(database);
-  await runMigrations({ pgPool: pool, logger: undefined });
+  await prepareJobQueue(pool);
 }
 
 let pgliteTemplate: Promise<Blob> | null = null;
@@ -56,7 +56,6 @@ async function pgliteTemplateBlob(): Promise<Blob> {
   const database = await openDatabase({ kind: 'pglite', dataDir: 'memory://' });
   const pglite = database.pglite as PGlite;
   const pool = new PglitePgPool(pglite);
-  pool.on('error', () => {});
   await migrateAll(database, pool.asPgPool());
   await pool.end();
   const blob = await pglite.dumpDataDir('gzip');
@@ -100,7 +99,6 @@ async function postgresTemplate(adminUrl: string): Promise<string> {
       const database = await openDatabase({ kind: 'postgres', url, poolSize: 2 });
       const { default: pg } = await import('pg');
       const pool = new pg.Pool({ connectionString: url, max: 2 });
-      pool.on('error', () => {});
       await migrateAll(database, pool);
       await pool.end();
       await database.close();

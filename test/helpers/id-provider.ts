@@ -28,7 +28,11 @@ export interface IdProvider {
   close(): Promise<void>;
 }
 
-export async function startIdProvider(provider: 'google' | 'apple', audience: string): Promise<IdProvider> {
+export async function startIdProvider(
+  provider: 'google' | 'apple',
+  audience: string,
+  opts: { /** Answer every JWKS request with this status (an outage) instead of the keys. */ failWith?: number } = {},
+): Promise<IdProvider> {
   const issuer = provider === 'google' ? 'https://accounts.google.com' : 'https://appleid.apple.com';
   const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true });
   const foreign = await generateKeyPair('RS256');
@@ -37,6 +41,11 @@ export async function startIdProvider(provider: 'google' | 'apple', audience: st
   let count = 0;
   const server = http.createServer((req, res) => {
     count++;
+    if (opts.failWith !== undefined) {
+      res.writeHead(opts.failWith, { 'content-type': 'text/plain' });
+      res.end('unavailable');
+      return;
+    }
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=3600' });
     res.end(JSON.stringify({ keys: [jwk] }));
   });

@@ -5,13 +5,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { API_PREFIX } from '../../server/src/app.ts';
 import { loadConfig, type Config } from '../../server/src/config.ts';
 import { startRuntime, type Runtime } from '../../server/src/runtime.ts';
 import type { Clock } from '../../server/src/clock.ts';
 import type { TestBackend, TestDatabase } from './backends.ts';
 import { startSmtpSink, type SmtpSink } from './smtp-sink.ts';
 
-export const API = '/api/therapist/v1';
+export const API = API_PREFIX;
 
 export interface ApiResponse<T = any> {
   readonly status: number;

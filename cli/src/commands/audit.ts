@@ -1,4 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
+import { wholeNumber } from '../options.ts';
 import { runAndPrint } from '../run.ts';
 
 function instant(value: string): string {
@@ -6,11 +7,7 @@ function instant(value: string): string {
   return /^\d{4}-\d{2}-\d{2}$/.test(value) ? value : new Date(value).toISOString();
 }
 
-function count(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1 || n > 1_000_000) throw new InvalidArgumentError('must be a whole number from 1 to 1000000');
-  return n;
-}
+const count = wholeNumber(1, 1_000_000);
 
 export function registerAudit(program: Command): void {
   const audit = program.command('audit').description('The PHI access trail (who read or changed which record, never the PHI itself)');

@@ -1,9 +1,10 @@
 import { InvalidArgumentError, type Command } from 'commander';
+import { INVITATION_STATUSES } from '@fieldchart/schema/api';
 import { limit } from '../options.ts';
 import { plural, table } from '../output.ts';
 import { runAndPrint } from '../run.ts';
 
-const STATUSES = ['pending', 'accepted', 'declined', 'revoked', 'expired'] as const;
+const STATUSES = INVITATION_STATUSES;
 
 function status(value: string): (typeof STATUSES)[number] {
   if (!(STATUSES as readonly string[]).includes(value)) throw new InvalidArgumentError(`must be one of ${STATUSES.join(', ')}`);

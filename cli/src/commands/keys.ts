@@ -1,12 +1,9 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
+import { wholeNumber } from '../options.ts';
 import { table } from '../output.ts';
 import { runAndPrint } from '../run.ts';
 
-function batchSize(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1 || n > 10_000) throw new InvalidArgumentError('must be a whole number from 1 to 10000');
-  return n;
-}
+const batchSize = wholeNumber(1, 10_000);
 
 const reencrypted = (r: { reencrypted: Record<string, number>; total: number; failed: number; batches: number; key_id: string }) =>
   `Re-encrypted ${r.total} value${r.total === 1 ? '' : 's'} under ${r.key_id} in ${r.batches} batches` +

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
+import { ORGANIZATION_STATUSES } from '@fieldchart/schema/api';
 import type { OperationResult } from '../../../server/src/admin/operations.ts';
 import { limit } from '../options.ts';
 import { fields, plural, table } from '../output.ts';
@@ -6,7 +7,7 @@ import { runAndPrint } from '../run.ts';
 
 type OrgSummary = OperationResult<'org.connect-back-office'>;
 
-const STATUSES = ['requested', 'unclaimed', 'active'] as const;
+const STATUSES = ORGANIZATION_STATUSES;
 
 function status(value: string): (typeof STATUSES)[number] {
   if (!(STATUSES as readonly string[]).includes(value)) throw new InvalidArgumentError(`must be one of ${STATUSES.join(', ')}`);

@@ -1,8 +1,10 @@
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
-import { AppError } from '../errors.ts';
+import { AppError, BadRequest } from '../errors.ts';
+import { safeError } from '../log-safety.ts';
 import { runOperation, type OperationContext } from './operations.ts';
 
 export const adminSocketOf = (dataDir: string) => path.join(dataDir, 'admin.sock');
@@ -14,7 +16,11 @@ export type AdminReply = { ok: true; result: unknown } | { ok: false; error: { c
  * runs the server may use it), through which the CLI runs operations on a live server's
  * embedded database.
  */
-export async function startAdminSocket(socketPath: string, ctx: OperationContext): Promise<{ close(): Promise<void> }> {
+export async function startAdminSocket(
+  socketPath: string,
+  ctx: OperationContext,
+  log: FastifyBaseLogger,
+): Promise<{ close(): Promise<void> }> {
   await fs.rm(socketPath, { force: true });
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -26,9 +32,20 @@ export async function startAdminSocket(socketPath: string, ctx: OperationContext
         try {
           const match = /^\/ops\/([a-z.-]+)$/.exec(req.url ?? '');
           if (req.method !== 'POST' || !match?.[1]) throw new Error('POST /ops/<name> expected');
-          const args: unknown = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {};
+          let args: unknown = {};
+          if (chunks.length) {
+            try {
+              args = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+            } catch (err) {
+              if (err instanceof SyntaxError) throw new BadRequest('The request body is not valid JSON', 'bad_request');
+              throw err;
+            }
+          }
           reply = { ok: true, result: await runOperation(ctx, match[1], args) };
         } catch (err) {
+          if (!(err instanceof AppError) && !(err instanceof z.ZodError)) {
+            log.error({ err: safeError(err), operation: req.url }, 'admin operation failed');
+          }
           status = err instanceof AppError ? err.statusCode : err instanceof z.ZodError ? 422 : 500;
           const code = err instanceof AppError ? err.code : err instanceof z.ZodError ? 'validation_failed' : 'internal_error';
           const message = err instanceof AppError || err instanceof z.ZodError ? err.message : 'internal error (see server log)';

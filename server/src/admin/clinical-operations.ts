@@ -1,8 +1,5 @@
 import { z } from 'zod';
-import type { OperationContext } from './operations.ts';
-
-/** Same shape as operations.ts's `op`; kept local so this module does not import that one at runtime. */
-const op = <A extends z.ZodType, R>(args: A, run: (ctx: OperationContext, args: z.infer<A>) => Promise<R>) => ({ args, run });
+import { op } from './operation.ts';
 
 const batchSize = z.number().int().min(1).max(10_000).optional();
 const instant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 time' }).or(z.iso.date({ message: 'must be a date' }));

@@ -5,6 +5,7 @@ import { migrationStatus, type MigrationStatus } from '../db/migrate.ts';
 import type { Services } from '../services/index.ts';
 import { NotFound } from '../errors.ts';
 import { clinicalOperations } from './clinical-operations.ts';
+import { op, type Operation } from './operation.ts';
 import { organizationOperations } from './organization-operations.ts';
 import { seedOperations } from './seed-operations.ts';
 
@@ -22,16 +23,6 @@ export interface OperationContext {
 export function operationContext(services: Services, database: Database): OperationContext {
   return { services, migrationStatus: () => migrationStatus(database) };
 }
-
-interface Operation<A extends z.ZodType, R = unknown> {
-  readonly args: A;
-  run(ctx: OperationContext, args: z.infer<A>): Promise<R>;
-}
-
-const op = <A extends z.ZodType, R>(args: A, run: (ctx: OperationContext, args: z.infer<A>) => Promise<R>): Operation<A, R> => ({
-  args,
-  run,
-});
 
 export const operations = {
   'migrate.status': op(z.object({}), (ctx) => ctx.migrationStatus()),

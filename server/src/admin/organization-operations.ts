@@ -1,9 +1,6 @@
 import { z } from 'zod';
 import { INVITATION_STATUSES, ORGANIZATION_STATUSES } from '@fieldchart/schema/api';
-import type { OperationContext } from './operations.ts';
-
-/** Same shape as operations.ts's `op`; kept local so this module does not import that one at runtime. */
-const op = <A extends z.ZodType, R>(args: A, run: (ctx: OperationContext, args: z.infer<A>) => Promise<R>) => ({ args, run });
+import { op } from './operation.ts';
 
 const organization = z.string().trim().min(1, 'is required').describe('organization uuid or exact name');
 const limit = z.number().int().min(1).max(1000).optional();

@@ -53,7 +53,6 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   const sql = postgres(target.url, {
     max: target.poolSize ?? 10,
     onnotice: () => {},
-    // Keep int8 as JS numbers where they fit is a footgun; we cast counts to int in SQL instead.
     connection: { application_name: 'fieldchart' },
   });
   const db = drizzlePostgres({ client: sql, schema }) as unknown as Db;

@@ -30,8 +30,6 @@ export { PglitePgClient } from './pglite-pg-client.ts';
 export type { PgQueryCallback, PgQueryConfig, PgQueryResult, PgRow } from './pg-wire-values.ts';
 
 export interface PglitePgPoolOptions {
-  /** Close the PGlite instance when `end()` finishes. Off by default: the app owns it. */
-  closePgliteOnEnd?: boolean;
   /** Reported as `options.max` for callers that size things by it (graphile-worker warns when it
    * is below its concurrency); nothing is limited, since clients cost nothing here. */
   max?: number;
@@ -52,7 +50,6 @@ export type PgConnectCallback = (
 export class PglitePgPool extends EventEmitter {
   readonly options: { max: number };
   readonly #pglite: PGlite;
-  readonly #closePgliteOnEnd: boolean;
   readonly #active = new Set<PglitePgClient>();
   #nextProcessId = 1;
   #ending = false;
@@ -62,7 +59,6 @@ export class PglitePgPool extends EventEmitter {
   constructor(pglite: PGlite, options: PglitePgPoolOptions = {}) {
     super();
     this.#pglite = pglite;
-    this.#closePgliteOnEnd = options.closePgliteOnEnd ?? false;
     this.options = { max: options.max ?? 10 };
   }
 
@@ -163,7 +159,6 @@ export class PglitePgPool extends EventEmitter {
         this.#drained = resolve;
       });
     }
-    if (this.#closePgliteOnEnd && !this.#pglite.closed) await this.#pglite.close();
     this.#ended = true;
   }
 
@@ -192,8 +187,8 @@ export class PglitePgPool extends EventEmitter {
  * process that died (kill -9, crash). graphile-worker itself only frees such locks after
  * 4 hours. With a live worker running this would unlock jobs it is executing.
  */
-export async function unlockDeadWorkers(pglite: PGlite, options: { schema?: string } = {}): Promise<number> {
-  const schema = pg.escapeIdentifier(options.schema ?? 'graphile_worker');
+export async function unlockDeadWorkers(pglite: PGlite): Promise<number> {
+  const schema = pg.escapeIdentifier('graphile_worker');
   return pglite.transaction(async (tx) => {
     // Before the first migration there is nothing to unlock (and no function to call).
     const installed = await tx.query<{ present: boolean }>(

@@ -1,3 +1,4 @@
+import type { FastifyBaseLogger } from 'fastify';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
@@ -16,6 +17,21 @@ export function openJobQueuePool(config: Config, database: Database, max: number
 }
 
 /**
+ * Readies a job-queue pool: graphile-worker insists on error handlers on the pool and on each
+ * client, so `onError` (by default: ignore, and a failure surfaces as the rejection of whatever
+ * ran) goes on both; then graphile-worker's migrations run on it.
+ */
+export async function prepareJobQueue(
+  pool: pg.Pool,
+  opts: { onError?: (err: Error) => void; log?: FastifyBaseLogger } = {},
+): Promise<void> {
+  const onError = opts.onError ?? (() => {});
+  pool.on('error', onError);
+  pool.on('connect', (client: pg.PoolClient) => client.on('error', onError));
+  await migrateJobQueue(pool, opts.log);
+}
+
+/**
  * Everything a process that does not run the worker (the CLI) applies before it works on a
  * database: the drizzle migrations, then graphile-worker's (services enqueue jobs with
  * `graphile_worker.add_job`), the latter on a pool that lives only for the call.
@@ -23,12 +39,8 @@ export function openJobQueuePool(config: Config, database: Database, max: number
 export async function migrateDatabase(config: Config, database: Database): Promise<void> {
   await applyMigrations(database);
   const pool = openJobQueuePool(config, database, 2);
-  // graphile-worker insists on error handlers on the pool and each client; a failure here
-  // surfaces as the migration's own rejection.
-  pool.on('error', () => {});
-  pool.on('connect', (client: pg.PoolClient) => client.on('error', () => {}));
   try {
-    await migrateJobQueue(pool);
+    await prepareJobQueue(pool);
   } finally {
     await pool.end();
   }

@@ -75,7 +75,7 @@ export async function startWorker(opts: {
     },
     (err: unknown) => {
       stopped = true;
-      opts.log.error({ err: err instanceof Error ? { message: err.message } : {} }, 'job worker stopped with an error');
+      opts.log.error({ err: safeError(err) }, 'job worker stopped with an error');
     },
   );
   return {

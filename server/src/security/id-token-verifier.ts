@@ -58,8 +58,10 @@ export function createIdTokenVerifier(opts: {
         const email = typeof payload.email === 'string' && verified ? payload.email.trim().toLowerCase() : null;
         return { provider, subject: payload.sub, verifiedEmail: email };
       } catch (err) {
-        // A provider we cannot reach is our outage, not the user's bad token.
-        if (err instanceof errors.JWKSTimeout || (err instanceof TypeError && /fetch/i.test(err.message))) {
+        // A provider we cannot reach, or whose key endpoint answers non-200 or not JSON (jose's
+        // generic error), is our outage, not the user's bad token.
+        const keyEndpointFailed = err instanceof errors.JOSEError && err.code === 'ERR_JOSE_GENERIC';
+        if (err instanceof errors.JWKSTimeout || keyEndpointFailed || (err instanceof TypeError && /fetch/i.test(err.message))) {
           throw new Unavailable('The identity provider could not be reached; try again shortly', 'identity_provider_unavailable');
         }
         return null;

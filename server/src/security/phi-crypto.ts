@@ -25,18 +25,31 @@ export interface PhiCryptoOptions {
 export function createPhiCrypto(initial: PhiKeyFile, opts: PhiCryptoOptions = {}): PhiCrypto {
   let ring = createPhiKeyring(initial);
   let ids = new Set(initial.keys.map((k) => k.id));
+  // Key ids a re-read file did not have either: a value under one of them (corrupt, or from
+  // another deployment) must not cost a synchronous file read on every decrypt. A rotation
+  // writes its key file before any value is sealed under the new id, so a remembered id
+  // cannot turn up later; the set is bounded all the same.
+  const missing = new Set<string>();
   const install = (file: PhiKeyFile) => {
     ring = createPhiKeyring(file);
     ids = new Set(file.keys.map((k) => k.id));
+    missing.clear();
   };
   const decrypt = (stored: string, aad: string) => {
     try {
       return ring.decrypt(stored, aad);
     } catch (err) {
       const kid = ring.keyIdOf(stored);
-      if (!opts.reload || ids.has(kid)) throw err;
+      if (!opts.reload || ids.has(kid) || missing.has(kid)) throw err;
       const file = opts.reload();
-      if (!file?.keys.some((k) => k.id === kid)) throw err;
+      if (!file?.keys.some((k) => k.id === kid)) {
+        // An unreadable file (null) is not remembered: the next decrypt tries again.
+        if (file) {
+          if (missing.size >= 1024) missing.clear();
+          missing.add(kid);
+        }
+        throw err;
+      }
       install(file);
       return ring.decrypt(stored, aad);
     }

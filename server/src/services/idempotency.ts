@@ -15,8 +15,8 @@ export type IdempotencyClaim =
 /**
  * Idempotency-Key (contract): the first request with a key claims it; its response is stored
  * and replayed to repeats with the same body; another body under the same key is a 422; a
- * repeat while the first is still running is a 409. A 5xx releases the key so the client's
- * retry really runs.
+ * repeat while the first is still running is a 409. A 5xx or a 429 releases the key so the
+ * client's retry really runs.
  */
 export function createIdempotency(deps: { db: Db; clock: Clock; phi: PhiCrypto; ttlSeconds: number }) {
   const { db, clock, phi } = deps;
@@ -66,7 +66,9 @@ export function createIdempotency(deps: { db: Db; clock: Clock; phi: PhiCrypto; 
     },
 
     async complete(scope: string, key: string, statusCode: number, body: string): Promise<void> {
-      if (statusCode >= 500) {
+      // A 5xx or a 429 releases the key: the retry must really run (a replay would also lose
+      // the 429's Retry-After).
+      if (statusCode >= 500 || statusCode === 429) {
         await db
           .delete(idempotencyKeys)
           .where(and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.key, key), isNull(idempotencyKeys.completedAt)));

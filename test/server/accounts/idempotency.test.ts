@@ -100,6 +100,26 @@ forEachBackend('accounts: idempotent retries', (backend) => {
     assertOk(await server.api('POST', '/forgot-password/verify-otp', { body: { token: second.body.data.token, otp: code } }));
   });
 
+  test('a throttled request releases its key: retried after the lockout with the same key, it really runs', async () => {
+    const u = await registerUser(server);
+    // The default OTP_SENDS_PER_EMAIL_PER_HOUR is 5: use them up without a key.
+    for (let i = 0; i < 5; i++) assertOk(await server.api('POST', '/forgot-password/send-otp', { body: { email: u.email } }));
+    const key = randomUUID();
+    const throttled = await post('/forgot-password/send-otp', key, { email: u.email });
+    assertError(throttled, 429, 'too_many_attempts');
+    assert.ok(Number(throttled.headers.get('retry-after')) > 0);
+    // Still locked out: answered afresh (with its Retry-After), not replayed.
+    const again = await post('/forgot-password/send-otp', key, { email: u.email });
+    assertError(again, 429, 'too_many_attempts');
+    assert.equal(again.headers.get('idempotent-replayed'), null);
+    assert.ok(Number(again.headers.get('retry-after')) > 0);
+    clock.advance(3601);
+    const later = await post('/forgot-password/send-otp', key, { email: u.email });
+    assertOk(later);
+    assert.equal(later.headers.get('idempotent-replayed'), null);
+    assert.equal(await countRows(server, sql`select count(*)::int as n from password_resets where user_id = ${u.uuid}::uuid`), 6);
+  });
+
   test('a retried /token/refresh gets the same pair and does not trip reuse detection', async () => {
     const u = await registerUser(server);
     const key = randomUUID();

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { sql } from 'drizzle-orm';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { manualClock } from '../../helpers/clock.ts';
 import { newAccount, startTestServer, type TestServer } from '../../helpers/test-server.ts';
-import { assertError, assertOk, assertTokenWorks, errorFields, freshEmail, signIn, usersWithEmail } from './support.ts';
+import { assertError, assertOk, assertTokenWorks, errorFields, freshEmail, query, signIn, usersWithEmail } from './support.ts';
 
 const DAY = 86_400_000;
 
@@ -47,6 +48,23 @@ forEachBackend('accounts: register', (backend) => {
     assert.equal(again.body.data.loginData.subscription_status, 'trial');
     assert.equal(again.body.data.trial_ends_at, trialEnds);
     assert.equal(again.body.data.needs_onboarding, true);
+  });
+
+  test('the stored password hash is argon2id with the pinned parameters (m=19456, t=2, p=1)', async () => {
+    const account = newAccount();
+    assertOk(await register(account));
+    const rows = await query<{ hash: string | null }>(
+      server,
+      sql`select password_hash as hash from users where email = ${account.email.toLowerCase()}`,
+    );
+    assert.equal(rows.length, 1);
+    // PHC string: $argon2id$v=19$<params>$<salt>$<hash>. node-argon2 writes the parameters as
+    // m,p,t (not the reference m,t,p), so they are compared as a set.
+    const [, type, version, params, salt, digest] = (rows[0]!.hash ?? '').split('$');
+    assert.equal(type, 'argon2id');
+    assert.equal(version, 'v=19');
+    assert.deepEqual(params?.split(',').sort(), ['m=19456', 'p=1', 't=2']);
+    assert.ok(salt && digest, 'salt and hash present');
   });
 
   test('422 for an email already registered, whatever its case', async () => {

@@ -5,6 +5,7 @@ import { enqueue } from '../../jobs/enqueue.ts';
 import type { MailContent } from '../../mail/templates.ts';
 import type { MailTransport } from '../../mail/transport.ts';
 import type { Clock } from '../../clock.ts';
+import { redactText } from '../../log-safety.ts';
 
 export interface MailSummary {
   readonly id: string;
@@ -71,7 +72,7 @@ export function createMailOutbox(deps: { db: Db; transport: MailTransport; clock
           .set({
             status: 'retrying',
             attempts: sql`${mailOutbox.attempts} + 1`,
-            lastError: err instanceof Error ? err.message.slice(0, 500) : 'send failed',
+            lastError: err instanceof Error ? redactText(err.message) : 'send failed',
           })
           .where(and(eq(mailOutbox.id, mailId), eq(mailOutbox.status, row.status)));
         throw err;

@@ -1,0 +1,17 @@
+import type { z } from 'zod';
+import type { OperationContext } from './operations.ts';
+
+/**
+ * One operator command: its argument schema and what runs it. A module of its own (with a
+ * type-only import of the context) so the operation tables can share `op` without importing
+ * operations.ts at run time.
+ */
+export interface Operation<A extends z.ZodType, R = unknown> {
+  readonly args: A;
+  run(ctx: OperationContext, args: z.infer<A>): Promise<R>;
+}
+
+export const op = <A extends z.ZodType, R>(args: A, run: (ctx: OperationContext, args: z.infer<A>) => Promise<R>): Operation<A, R> => ({
+  args,
+  run,
+});
