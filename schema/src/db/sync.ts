@@ -1,0 +1,43 @@
+import { bigint, bigserial, index, pgTable, primaryKey, text, uuid } from 'drizzle-orm/pg-core';
+import { users } from './accounts.ts';
+import { visits } from './clinical.ts';
+import { createdAt, updatedAt } from './columns.ts';
+
+/**
+ * One row per device (client id) and user: the highest mutation id the server has processed
+ * for it, advanced in the same transaction as the mutation (exactly-once).
+ */
+export const syncClients = pgTable(
+  'sync_clients',
+  {
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    clientId: uuid('client_id').notNull(),
+    lastMutationId: bigint('last_mutation_id', { mode: 'number' }).notNull().default(0),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.clientId] })],
+);
+
+/**
+ * The Yjs updates of a visit's draft SOAP note, appended as they arrive and compacted into
+ * one merged update from time to time. Drafts are PHI: each update is sealed with the key
+ * ring (`update_enc`, bound to the row id).
+ */
+export const draftUpdates = pgTable(
+  'draft_updates',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    visitId: uuid('visit_id')
+      .notNull()
+      .references(() => visits.id, { onDelete: 'cascade' }),
+    ownerId: uuid('owner_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    updateEnc: text('update_enc').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('draft_updates_visit_idx').on(t.visitId, t.id)],
+);
