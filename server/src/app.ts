@@ -4,6 +4,9 @@ import fs from 'node:fs';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import websocket from '@fastify/websocket';
+import { CLOSE_CODES } from '@fieldchart/schema/sync';
+import type { Clock } from './clock.ts';
 import {
   jsonSchemaTransform,
   jsonSchemaTransformObject,
@@ -25,6 +28,14 @@ import { patientRoutes } from './routes/patients.ts';
 import { reportRoutes } from './routes/reports.ts';
 import { visitRoutes } from './routes/visits.ts';
 import type { Services } from './services/index.ts';
+import { createSyncHub, MAX_FRAME_BYTES, type SyncHub } from './sync/hub.ts';
+import type { Notifications } from './sync/notifications.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    syncHub?: SyncHub;
+  }
+}
 
 export const API_PREFIX = '/api/therapist/v1';
 
@@ -32,6 +43,8 @@ export interface AppOptions {
   readonly config: Config;
   readonly services: Services;
   readonly probe: HealthProbe;
+  /** The sync channel's wiring; without it (CLI-only apps) there is no /sync route. */
+  readonly sync?: { readonly notifications: Notifications; readonly clock: Clock };
 }
 
 /**
@@ -133,6 +146,22 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     },
     transformObject: (input) => withoutUnusedSchemas(jsonSchemaTransformObject(input)),
   });
+  const hub = opts.sync ? createSyncHub({ services, notifications: opts.sync.notifications, clock: opts.sync.clock, log: app.log }) : null;
+  if (hub) {
+    app.decorate('syncHub', hub);
+    await app.register(websocket, {
+      options: { maxPayload: MAX_FRAME_BYTES },
+      // Devices are told the server is going away (1001), so they reconnect to another node.
+      preClose(this: FastifyInstance, done: () => void) {
+        void hub.close().finally(() => {
+          for (const client of this.websocketServer.clients) client.close(CLOSE_CODES.going_away);
+          this.websocketServer.close();
+          done();
+        });
+      },
+    });
+  }
+
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
 
   await app.register(healthRoutes, { probe: opts.probe, workerExpected: config.worker.enabled });
@@ -149,6 +178,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await api.register(patientRoutes, { services });
       await api.register(reportRoutes, { services });
       await api.register(visitRoutes, { services });
+      if (hub) await api.register(hub.routes);
       api.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
     },
     { prefix: API_PREFIX },

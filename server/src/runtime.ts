@@ -15,6 +15,8 @@ import { startWorker, type Worker } from './jobs/worker.ts';
 import type { MailTransport } from './mail/transport.ts';
 import type { IdTokenVerifier } from './security/id-token-verifier.ts';
 import { buildServices } from './services/build.ts';
+import { notificationsOf } from './sync/notifications.ts';
+import { systemClock } from './clock.ts';
 import type { Services } from './services/index.ts';
 
 export interface Runtime {
@@ -73,7 +75,9 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       config,
       services,
       probe: { database: () => database.ping(), workerRunning: () => worker?.running() ?? false },
+      sync: { notifications: notificationsOf(database), clock: opts.clock ?? systemClock },
     });
+    await app.syncHub?.start();
     cleanups.push(() => app.close());
 
     const pool: pg.Pool = openJobQueuePool(config, database, config.worker.concurrency + 2);

@@ -1,6 +1,7 @@
 import type { Config } from '../config.ts';
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db/database.ts';
+import { createUnitOfWork } from '../db/unit-of-work.ts';
 import type { MailTransport } from '../mail/transport.ts';
 import { createAccessTokens } from '../security/access-tokens.ts';
 import type { IdTokenVerifier } from '../security/id-token-verifier.ts';
@@ -38,7 +39,9 @@ export interface ServiceDeps {
 
 /** Every service, wired once; shared by routes, jobs, the admin socket and the CLI. */
 export function createServices(deps: ServiceDeps) {
-  const { config, db, clock } = deps;
+  const { config, clock } = deps;
+  const unitOfWork = createUnitOfWork(deps.db);
+  const db = unitOfWork.db;
   const accessTokens = createAccessTokens({
     keys: deps.signingKeys,
     issuer: config.jwt.issuer,
@@ -54,6 +57,9 @@ export function createServices(deps: ServiceDeps) {
   const clinicianSettings = createClinicianSettings({ db, clock });
   return {
     config,
+    /** Runs several service calls in one transaction (the sync channel's mutations). */
+    unitOfWork,
+    accessTokens,
     phi: deps.phi,
     audit,
     clinicianSettings,

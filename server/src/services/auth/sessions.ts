@@ -63,6 +63,17 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
       return { userId: claims.userId, sessionId: claims.sessionId };
     },
 
+    /** Whether a session still admits its user (the sync channel re-checks open sockets). */
+    async state(userId: string, sessionId: string): Promise<'live' | 'revoked' | 'disabled'> {
+      const [row] = await deps.db
+        .select({ revokedAt: sessions.revokedAt, disabledAt: users.disabledAt })
+        .from(sessions)
+        .innerJoin(users, eq(users.id, sessions.userId))
+        .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId)));
+      if (!row || row.revokedAt) return 'revoked';
+      return row.disabledAt ? 'disabled' : 'live';
+    },
+
     /**
      * Exchanges a refresh token for a new pair and retires it. A retired token presented
      * again means it leaked or a client replayed it: the whole family is revoked.

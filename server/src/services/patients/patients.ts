@@ -5,7 +5,7 @@ import type { patientCreateBody, patientListQuery, patientUpdateBody } from '@fi
 import { patientReferrals, patients } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../clock.ts';
-import { NotFound } from '../../errors.ts';
+import { Conflict, NotFound } from '../../errors.ts';
 import type { ClinicianContext } from '../../http/audit-context.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import { normaliseName } from '../../security/phi-keyring.ts';
@@ -67,13 +67,22 @@ export function createPatientRecords(deps: { db: Db; clock: Clock; phi: PhiCrypt
   const { clock, phi, audit } = deps;
 
   return {
-    /** Creates the patient and opens its referral in one transaction. */
-    async create(ctx: ClinicianContext, body: CreateBody): Promise<{ uuid: string; referral_uuid: string }> {
+    /**
+     * Creates the patient and opens its referral in one transaction. A device creating it
+     * offline names the ids itself (the sync channel); a taken id is 409, never a 500.
+     */
+    async create(
+      ctx: ClinicianContext,
+      body: CreateBody,
+      ids: { uuid?: string | undefined; referral_uuid?: string | undefined } = {},
+    ): Promise<{ uuid: string; referral_uuid: string }> {
       const fields = Object.keys(body).filter((k) => body[k as keyof CreateBody] != null);
       return audit.around(ctx, { action: 'create', resourceType: 'patient', details: { fields } }, async (tx, note) => {
         const now = clock.now();
-        const id = randomUUID();
-        const referralId = randomUUID();
+        const id = ids.uuid ?? randomUUID();
+        const referralId = ids.referral_uuid ?? randomUUID();
+        if (id === referralId) throw new Conflict('The patient and referral ids must differ', 'id_taken');
+        if (ids.uuid || ids.referral_uuid) await requireFreeIds(tx, id, referralId);
         const phiValues: PatientPhi = {
           first_name: body.first_name,
           last_name: body.last_name,
@@ -164,4 +173,11 @@ export function createPatientRecords(deps: { db: Db; clock: Clock; phi: PhiCrypt
       });
     },
   };
+}
+
+async function requireFreeIds(tx: Db, patientId: string, referralId: string): Promise<void> {
+  const [p] = await tx.select({ id: patients.id }).from(patients).where(eq(patients.id, patientId));
+  const [r] = await tx.select({ id: patientReferrals.id }).from(patientReferrals).where(eq(patientReferrals.id, referralId));
+  // The same answer whoever holds the id: nothing tells the caller whose it is.
+  if (p || r) throw new Conflict('That id is already in use', 'id_taken');
 }

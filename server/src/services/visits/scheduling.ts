@@ -5,7 +5,7 @@ import type { visitRequestBody } from '@fieldchart/schema/api';
 import { patientReferrals, patients, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
-import { Invalid } from '../../errors.ts';
+import { Conflict, Invalid } from '../../errors.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
 import { wallTimeExists, type ClinicianSettingsService } from '../clinician-settings.ts';
@@ -26,9 +26,14 @@ export function createScheduling(deps: { db: Db; clock: Clock; phi: PhiCrypto; a
   const { clock, phi, audit, settings } = deps;
 
   return {
-    async schedule(ctx: AuditContext, ownerId: string, input: VisitRequest): Promise<{ uuid: string }> {
-      const id = crypto.randomUUID();
+    /** `visitId`: a device scheduling offline names the id itself (the sync channel); a taken id is 409. */
+    async schedule(ctx: AuditContext, ownerId: string, input: VisitRequest, visitId?: string): Promise<{ uuid: string }> {
+      const id = visitId ?? crypto.randomUUID();
       return audit.around(ctx, { action: 'create', resourceType: 'visit', resourceId: id }, async (tx, note) => {
+        if (visitId) {
+          const [taken] = await tx.select({ id: visits.id }).from(visits).where(eq(visits.id, visitId));
+          if (taken) throw new Conflict('That id is already in use', 'id_taken');
+        }
         const { time_zone: timeZone } = await settings.get(ownerId, tx);
         if (!wallTimeExists(input.visit_date, input.start_time, timeZone)) {
           throw Invalid.field('start_time', `does not exist in ${timeZone} on that date (daylight-saving change)`);

@@ -81,66 +81,74 @@ export function createVisitRecords(deps: { phi: PhiCrypto }) {
     return rows.map((v): VisitRecord => {
       const m = mileageOf.get(v.id);
       const n = noteOf.get(v.id);
+      const base = visitFieldsOf(phi, v);
       return {
-        uuid: v.id,
+        ...base,
         schedule_uuid: v.id,
-        patient_uuid: v.patientId,
-        referral_uuid: v.referralId,
         patient: v.patientId ? (patientById.get(v.patientId) ?? null) : null,
-        visit_date: v.visitDate,
-        start_time: v.startTime,
-        duration_minutes: v.durationMinutes,
-        status: v.status as VisitRecord['status'],
-        visit_type: v.visitType,
-        address: phi.open(v.addressEnc, 'visits', 'address_enc', v.id),
-        notes: phi.open(v.notesEnc, 'visits', 'notes_enc', v.id),
-        ai_assisted: v.aiAssisted,
         has_note: notedVisits.has(v.id),
-        completed_at: v.completedAt?.toISOString() ?? null,
-        evv: {
-          travel_started_at: v.travelStartedAt?.toISOString() ?? null,
-          arrived_at: v.arrivedAt?.toISOString() ?? null,
-          arrival_location: place(v.arrivalLat, v.arrivalLng, v.arrivalAccuracy),
-          documentation_started_at: v.documentationStartedAt?.toISOString() ?? null,
-          departed_at: v.departedAt?.toISOString() ?? null,
-          departure_location: place(v.departureLat, v.departureLng, v.departureAccuracy),
-          drive_minutes: minutes(v.driveSeconds),
-          onsite_minutes: minutes(v.onsiteSeconds),
-          documentation_minutes: minutes(v.documentationSeconds),
-        },
         timer_events: eventsOf.get(v.id) ?? [],
         mileage: m
           ? { total_miles: m.totalMiles, travel_miles: m.travelMiles, onsite_miles: m.onsiteMiles, recorded_at: m.recordedAt.toISOString() }
           : null,
-        soap_note: opts.soap && n && v.status === 'completed' ? soapRecord(n) : null,
-        created_at: v.createdAt.toISOString(),
-        updated_at: v.updatedAt.toISOString(),
+        soap_note: opts.soap && n && v.status === 'completed' ? soapRecordOf(phi, n) : null,
       };
     });
-  }
-
-  function soapRecord(n: typeof soapNotes.$inferSelect): NonNullable<VisitRecord['soap_note']> {
-    const open = (value: string | null, column: string) => phi.open(value, 'soap_notes', column, n.id);
-    const vitals = open(n.vitalSignsEnc, 'vital_signs_enc');
-    const signature = open(n.signatureEnc, 'signature_enc');
-    return {
-      uuid: n.id,
-      subjective: open(n.subjectiveEnc, 'subjective_enc') ?? '',
-      objective: open(n.objectiveEnc, 'objective_enc') ?? '',
-      assessment: open(n.assessmentEnc, 'assessment_enc') ?? '',
-      plan: open(n.planEnc, 'plan_enc') ?? '',
-      vital_signs: vitals === null ? null : (JSON.parse(vitals) as NonNullable<VisitRecord['soap_note']>['vital_signs']),
-      vital_flags: n.vitalFlags,
-      signed: signature !== null,
-      signed_at: n.signedAt?.toISOString() ?? null,
-      signature: signature === null ? null : `data:${n.signatureMime ?? 'image/png'};base64,${signature}`,
-      signature_mime: n.signatureMime as 'image/png' | 'image/jpeg' | null,
-      review_flags: n.reviewFlags,
-      submitted_at: n.submittedAt.toISOString(),
-    };
   }
 
   return { toRecords };
 }
 
 export type VisitRecords = ReturnType<typeof createVisitRecords>;
+
+/** A visit's own fields (no patient, events, mileage or note): the Visit record's core and the sync feed's row. */
+export function visitFieldsOf(phi: PhiCrypto, v: VisitRow) {
+  return {
+    uuid: v.id,
+    patient_uuid: v.patientId,
+    referral_uuid: v.referralId,
+    visit_date: v.visitDate,
+    start_time: v.startTime,
+    duration_minutes: v.durationMinutes,
+    status: v.status as VisitRecord['status'],
+    visit_type: v.visitType,
+    address: phi.open(v.addressEnc, 'visits', 'address_enc', v.id),
+    notes: phi.open(v.notesEnc, 'visits', 'notes_enc', v.id),
+    ai_assisted: v.aiAssisted,
+    completed_at: v.completedAt?.toISOString() ?? null,
+    evv: {
+      travel_started_at: v.travelStartedAt?.toISOString() ?? null,
+      arrived_at: v.arrivedAt?.toISOString() ?? null,
+      arrival_location: place(v.arrivalLat, v.arrivalLng, v.arrivalAccuracy),
+      documentation_started_at: v.documentationStartedAt?.toISOString() ?? null,
+      departed_at: v.departedAt?.toISOString() ?? null,
+      departure_location: place(v.departureLat, v.departureLng, v.departureAccuracy),
+      drive_minutes: minutes(v.driveSeconds),
+      onsite_minutes: minutes(v.onsiteSeconds),
+      documentation_minutes: minutes(v.documentationSeconds),
+    },
+    created_at: v.createdAt.toISOString(),
+    updated_at: v.updatedAt.toISOString(),
+  };
+}
+
+export function soapRecordOf(phi: PhiCrypto, n: typeof soapNotes.$inferSelect): NonNullable<VisitRecord['soap_note']> {
+  const open = (value: string | null, column: string) => phi.open(value, 'soap_notes', column, n.id);
+  const vitals = open(n.vitalSignsEnc, 'vital_signs_enc');
+  const signature = open(n.signatureEnc, 'signature_enc');
+  return {
+    uuid: n.id,
+    subjective: open(n.subjectiveEnc, 'subjective_enc') ?? '',
+    objective: open(n.objectiveEnc, 'objective_enc') ?? '',
+    assessment: open(n.assessmentEnc, 'assessment_enc') ?? '',
+    plan: open(n.planEnc, 'plan_enc') ?? '',
+    vital_signs: vitals === null ? null : (JSON.parse(vitals) as NonNullable<VisitRecord['soap_note']>['vital_signs']),
+    vital_flags: n.vitalFlags,
+    signed: signature !== null,
+    signed_at: n.signedAt?.toISOString() ?? null,
+    signature: signature === null ? null : `data:${n.signatureMime ?? 'image/png'};base64,${signature}`,
+    signature_mime: n.signatureMime as 'image/png' | 'image/jpeg' | null,
+    review_flags: n.reviewFlags,
+    submitted_at: n.submittedAt.toISOString(),
+  };
+}

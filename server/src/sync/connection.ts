@@ -1,0 +1,357 @@
+/**
+ * One device's socket (docs/sync-protocol.md): first-message authentication, in-band token
+ * refresh, the change feed from the device's cursor, ordered exactly-once mutations and the
+ * draft documents it has open.
+ */
+import { randomUUID } from 'node:crypto';
+import { and, eq, sql } from 'drizzle-orm';
+import type { WebSocket } from 'ws';
+import { syncClients } from '@fieldchart/schema/db';
+import {
+  CLOSE_CODES,
+  PROTOCOL_VERSION,
+  clientMessage,
+  type Change,
+  type ClientMessage,
+  type CloseCodeName,
+  type ServerMessage,
+} from '@fieldchart/schema/sync';
+import { AppError, Invalid, TooMany } from '../errors.ts';
+import { safeError } from '../log-safety.ts';
+import type { SyncHubContext } from './hub.ts';
+import type { DraftPeer } from './drafts.ts';
+import { windowOf } from './feed.ts';
+
+type MutationMessage = Extract<ClientMessage, { type: 'mutation' }>;
+type HelloMessage = Extract<ClientMessage, { type: 'hello' }>;
+
+/** Changes per `changes` message, and bytes (docs: Limits). */
+const BATCH_CHANGES = 500;
+const BATCH_BYTES = 1024 * 1024;
+/** Mutations applied in one transaction (each in its own savepoint). */
+const MUTATIONS_PER_TRANSACTION = 100;
+const HELLO_TIMEOUT_MS = 10_000;
+
+export class SyncConnection implements DraftPeer {
+  readonly id = randomUUID();
+  userId = '';
+  clientId = '';
+  private sessionId = '';
+  /** The seat the socket was opened under: a different one closes it (4410). */
+  private organizationId: string | null = null;
+  private state: 'hello' | 'open' | 'closed' = 'hello';
+  private cursor: string | null = null;
+  private readonly inbox: ClientMessage[] = [];
+  private processing = false;
+  private feedRunning = false;
+  private feedAgain = false;
+  private helloTimer: NodeJS.Timeout | null;
+  private expiryTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly socket: WebSocket,
+    private readonly hub: SyncHubContext,
+  ) {
+    this.helloTimer = setTimeout(() => this.close('auth_timeout', 'No hello within 10 s'), HELLO_TIMEOUT_MS);
+    socket.on('message', (data, isBinary) => this.onFrame(data, isBinary));
+    socket.on('close', () => this.onClosed());
+    socket.on('error', () => this.onClosed());
+  }
+
+  get isOpen(): boolean {
+    return this.state === 'open';
+  }
+
+  send(message: ServerMessage): void {
+    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(message));
+  }
+
+  /** Resolves once the frame is handed to the OS: big feeds wait instead of piling up in memory. */
+  private sendAndDrain(message: ServerMessage): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.socket.readyState !== this.socket.OPEN) return resolve();
+      this.socket.send(JSON.stringify(message), () => resolve());
+    });
+  }
+
+  close(reason: CloseCodeName, text = ''): void {
+    if (this.state === 'closed') return;
+    this.onClosed();
+    this.socket.close(CLOSE_CODES[reason], text.slice(0, 120));
+  }
+
+  private onClosed(): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    if (this.helloTimer) clearTimeout(this.helloTimer);
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.hub.detach(this);
+  }
+
+  private onFrame(data: unknown, isBinary: boolean): void {
+    if (this.state === 'closed') return;
+    let parsed: ReturnType<typeof clientMessage.safeParse> | null = null;
+    if (!isBinary) {
+      try {
+        parsed = clientMessage.safeParse(JSON.parse(String(data)));
+      } catch {
+        parsed = null;
+      }
+    }
+    if (!parsed?.success) return this.close('bad_message', 'Not a valid sync message');
+    const message = parsed.data;
+    if (this.state === 'hello' && message.type !== 'hello') return this.close('bad_message', 'The first message must be hello');
+    if (this.state === 'open' && message.type === 'hello') return this.close('bad_message', 'hello was already received');
+    this.inbox.push(message);
+    void this.process();
+  }
+
+  /** One message at a time, in arrival order; consecutive mutations share a transaction. */
+  private async process(): Promise<void> {
+    if (this.processing) return;
+    this.processing = true;
+    try {
+      while (this.inbox.length > 0 && this.state !== 'closed') {
+        const head = this.inbox[0] as ClientMessage;
+        if (head.type === 'mutation') {
+          let n = 0;
+          while (n < this.inbox.length && n < MUTATIONS_PER_TRANSACTION && this.inbox[n]?.type === 'mutation') n++;
+          await this.applyMutations(this.inbox.splice(0, n) as MutationMessage[]);
+          continue;
+        }
+        this.inbox.shift();
+        await this.handle(head);
+      }
+    } catch (err) {
+      this.hub.log.error({ err: safeError(err), connection: this.id }, 'sync connection failed');
+      this.close('internal_error');
+    } finally {
+      this.processing = false;
+    }
+  }
+
+  private async handle(message: Exclude<ClientMessage, MutationMessage>): Promise<void> {
+    switch (message.type) {
+      case 'hello':
+        return this.hello(message);
+      case 'auth':
+        return this.reauthenticate(message.token);
+      case 'doc_open':
+        return this.hub.drafts.open(this, message.doc);
+      case 'doc':
+        return this.hub.drafts.receive(this, message.doc, message.message);
+      case 'doc_close':
+        return this.hub.drafts.close(this, message.doc);
+    }
+  }
+
+  private async hello(message: HelloMessage): Promise<void> {
+    if (this.helloTimer) clearTimeout(this.helloTimer);
+    this.helloTimer = null;
+    if (message.protocol !== PROTOCOL_VERSION) return this.close('protocol_unsupported', `This server speaks protocol ${PROTOCOL_VERSION}`);
+    const claims = await this.hub.services.accessTokens.verify(message.token, this.hub.clock.now());
+    if (!claims) return this.close('unauthorized', 'Invalid or expired token');
+    const state = await this.hub.services.sessions.state(claims.userId, claims.sessionId);
+    if (state === 'revoked') return this.close('unauthorized', 'Session revoked');
+    if (state === 'disabled') return this.close('account_disabled', 'Account disabled');
+    if (this.hub.connectionsOf(claims.userId).length >= this.hub.maxSocketsPerUser) {
+      return this.close('too_many_connections', 'Too many open sync connections');
+    }
+    this.userId = claims.userId;
+    this.sessionId = claims.sessionId;
+    this.clientId = message.client_id;
+    this.cursor = message.cursor;
+    const { services } = this.hub;
+    const db = services.unitOfWork.db;
+    await db
+      .insert(syncClients)
+      .values({ userId: this.userId, clientId: this.clientId })
+      .onConflictDoNothing();
+    const [client] = await db
+      .select({ last: syncClients.lastMutationId })
+      .from(syncClients)
+      .where(and(eq(syncClients.userId, this.userId), eq(syncClients.clientId, this.clientId)));
+    this.organizationId = (await services.seatOf(this.userId))?.organizationId ?? null;
+    const { time_zone: timeZone } = await services.clinicianSettings.get(this.userId);
+    if (this.state !== 'hello') return;
+    this.state = 'open';
+    this.hub.attach(this);
+    this.armExpiry(claims.expiresAt);
+    const now = this.hub.clock.now();
+    this.send({
+      type: 'welcome',
+      protocol: PROTOCOL_VERSION,
+      user_id: this.userId,
+      server_time: now.toISOString(),
+      last_mutation_id: client?.last ?? 0,
+      token_expires_at: claims.expiresAt.toISOString(),
+      window: windowOf(now, timeZone),
+    });
+    this.requestFeed();
+  }
+
+  private async reauthenticate(token: string): Promise<void> {
+    const claims = await this.hub.services.accessTokens.verify(token, this.hub.clock.now());
+    if (!claims || claims.userId !== this.userId) return this.close('unauthorized', 'Invalid token');
+    const state = await this.hub.services.sessions.state(claims.userId, claims.sessionId);
+    if (state === 'revoked') return this.close('unauthorized', 'Session revoked');
+    if (state === 'disabled') return this.close('account_disabled', 'Account disabled');
+    this.sessionId = claims.sessionId;
+    this.armExpiry(claims.expiresAt);
+    this.send({ type: 'auth_ok', token_expires_at: claims.expiresAt.toISOString() });
+  }
+
+  private armExpiry(expiresAt: Date): void {
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    const ms = Math.max(0, expiresAt.getTime() - this.hub.clock.now().getTime());
+    // setTimeout holds at most ~24.8 days; tokens live minutes.
+    this.expiryTimer = setTimeout(() => this.close('unauthorized', 'Token expired'), Math.min(ms, 2 ** 31 - 1));
+  }
+
+  /** A revocation, disable or seat change for this user somewhere: is this socket still allowed? */
+  async recheck(): Promise<void> {
+    if (this.state !== 'open') return;
+    const state = await this.hub.services.sessions.state(this.userId, this.sessionId);
+    if (state === 'revoked') return this.close('unauthorized', 'Session revoked');
+    if (state === 'disabled') return this.close('account_disabled', 'Account disabled');
+    const organizationId = (await this.hub.services.seatOf(this.userId))?.organizationId ?? null;
+    if (organizationId !== this.organizationId) this.close('scope_changed', 'Organization seat changed');
+  }
+
+  // The change feed.
+
+  /** Poke, then pull: runs the feed now, or once more after the run in progress. */
+  requestFeed(): void {
+    if (this.state !== 'open') return;
+    if (this.feedRunning) {
+      this.feedAgain = true;
+      return;
+    }
+    this.feedRunning = true;
+    void (async () => {
+      try {
+        do {
+          this.feedAgain = false;
+          await this.runFeed();
+        } while (this.feedAgain && this.state === 'open');
+      } catch (err) {
+        this.hub.log.error({ err: safeError(err), connection: this.id }, 'sync feed failed');
+        this.close('internal_error');
+      } finally {
+        this.feedRunning = false;
+      }
+    })();
+  }
+
+  private async runFeed(): Promise<void> {
+    const result = await this.hub.feed.read(this.userId, this.cursor, this.hub.clock.now());
+    if (this.state !== 'open') return;
+    if (result.reset) await this.sendAndDrain({ type: 'reset', reason: result.reset });
+    const batches = batchesOf(result.changes);
+    for (const [i, changes] of batches.entries()) {
+      const last = i === batches.length - 1;
+      await this.sendAndDrain({ type: 'changes', changes, checkpoint: last ? result.cursor : null, more: !last });
+      if (this.state !== 'open') return;
+    }
+    this.cursor = result.cursor;
+    this.send({ type: 'synced', cursor: result.cursor, server_time: this.hub.clock.now().toISOString() });
+  }
+
+  // Mutations.
+
+  private async applyMutations(batch: MutationMessage[]): Promise<void> {
+    const { services, runMutation } = this.hub;
+    const replies: ServerMessage[] = [];
+    let closeWith: CloseCodeName | null = null;
+    try {
+      await services.unitOfWork.transaction(async (tx) => {
+        replies.length = 0;
+        const state = await services.sessions.state(this.userId, this.sessionId);
+        if (state !== 'live') {
+          closeWith = state === 'disabled' ? 'account_disabled' : 'unauthorized';
+          return;
+        }
+        const [client] = await tx
+          .select({ last: syncClients.lastMutationId })
+          .from(syncClients)
+          .where(and(eq(syncClients.userId, this.userId), eq(syncClients.clientId, this.clientId)))
+          .for('update');
+        let last = client?.last ?? 0;
+        const ctx = { actorUserId: this.userId, organizationId: this.organizationId };
+        for (const m of batch) {
+          // Already processed (a lost ack, a replay, a duplicated frame): acknowledged, not applied.
+          if (m.mutation_id <= last) {
+            replies.push({ type: 'ack', mutation_id: m.mutation_id, result: { duplicate: true } });
+            continue;
+          }
+          try {
+            const result = await services.unitOfWork.transaction(() =>
+              runMutation({ ...ctx, requestId: `sync:${this.id}:${m.mutation_id}` }, m.name, m.args),
+            );
+            replies.push({ type: 'ack', mutation_id: m.mutation_id, result: result ?? null });
+          } catch (err) {
+            const reject = rejectionOf(err, m.mutation_id);
+            if (!reject) throw err;
+            if (reject.type === 'retry') {
+              // Not the mutation's fault: it stays unprocessed, and so does everything after it.
+              replies.push(reject);
+              for (const rest of batch.slice(batch.indexOf(m) + 1)) replies.push({ ...reject, mutation_id: rest.mutation_id });
+              break;
+            }
+            replies.push(reject);
+          }
+          last = m.mutation_id;
+        }
+        await tx
+          .update(syncClients)
+          .set({ lastMutationId: last, updatedAt: sql`now()` })
+          .where(and(eq(syncClients.userId, this.userId), eq(syncClients.clientId, this.clientId)));
+      });
+    } catch (err) {
+      this.hub.log.warn({ err: safeError(err), connection: this.id }, 'sync mutations not applied; device told to retry');
+      const after = 1000 + Math.floor(Math.random() * 2000);
+      for (const m of batch) this.send({ type: 'retry', mutation_id: m.mutation_id, after_ms: after });
+      return;
+    }
+    if (closeWith) return this.close(closeWith, 'Session no longer valid');
+    for (const reply of replies) this.send(reply);
+  }
+}
+
+/** A refusal in the REST API's terms, a retry for a throttle, or null: not the mutation's fault. */
+function rejectionOf(err: unknown, mutationId: number): Extract<ServerMessage, { type: 'reject' | 'retry' }> | null {
+  if (err instanceof TooMany) {
+    const seconds = Number(err.headers['retry-after'] ?? '1');
+    return { type: 'retry', mutation_id: mutationId, after_ms: seconds * 1000 };
+  }
+  if (err instanceof AppError && err.statusCode >= 400 && err.statusCode < 500) {
+    return {
+      type: 'reject',
+      mutation_id: mutationId,
+      status: err.statusCode,
+      code: err.code,
+      message: err.message,
+      ...(err instanceof Invalid && Object.keys(err.errors).length > 0 ? { errors: err.errors } : {}),
+    };
+  }
+  return null;
+}
+
+function batchesOf(changes: Change[]): Change[][] {
+  const batches: Change[][] = [];
+  let current: Change[] = [];
+  let bytes = 0;
+  for (const change of changes) {
+    const size = JSON.stringify(change).length;
+    if (current.length > 0 && (current.length >= BATCH_CHANGES || bytes + size > BATCH_BYTES)) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(change);
+    bytes += size;
+  }
+  // The checkpoint travels on the last batch, so a feed with no changes still sends one.
+  batches.push(current);
+  return batches;
+}

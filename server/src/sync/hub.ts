@@ -1,0 +1,147 @@
+/**
+ * The sync channel's node-local hub: the sockets this node holds, by user, and the
+ * PostgreSQL notifications that reach them from any node (docs/sync-protocol.md, Several
+ * nodes). Nodes share nothing else: every change is read from the database.
+ */
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
+import { sql } from 'drizzle-orm';
+import type { Clock } from '../clock.ts';
+import { safeError } from '../log-safety.ts';
+import { organizations } from '@fieldchart/schema/db';
+import { eq } from 'drizzle-orm';
+import type { Services } from '../services/index.ts';
+import { SyncConnection } from './connection.ts';
+import { createDrafts, type Drafts } from './drafts.ts';
+import { createFeed } from './feed.ts';
+import { createMutationRunner, type MutationRunner } from './mutations.ts';
+import type { Notifications } from './notifications.ts';
+
+/** Sockets one user may hold on a node (docs: Limits). */
+const MAX_SOCKETS_PER_USER = 10;
+/** The largest frame a device may send: a signature image fits. */
+export const MAX_FRAME_BYTES = 4 * 1024 * 1024;
+
+export interface SyncHubContext {
+  readonly services: Services;
+  readonly clock: Clock;
+  readonly log: FastifyBaseLogger;
+  readonly drafts: Drafts;
+  readonly feed: ReturnType<typeof createFeed>;
+  readonly runMutation: MutationRunner;
+  readonly maxSocketsPerUser: number;
+  connectionsOf(userId: string): SyncConnection[];
+  attach(connection: SyncConnection): void;
+  detach(connection: SyncConnection): void;
+}
+
+export interface SyncHub {
+  /** The websocket route, registered under the API prefix. */
+  readonly routes: FastifyPluginAsync;
+  /** Subscribes to the notification channels; call once the database is migrated. */
+  start(): Promise<void>;
+  /** Closes every socket with 1001 (the device reconnects elsewhere) and stops listening. */
+  close(): Promise<void>;
+  /** Sockets open on this node (health and tests). */
+  size(): number;
+}
+
+export function createSyncHub(deps: { services: Services; notifications: Notifications; clock: Clock; log: FastifyBaseLogger }): SyncHub {
+  const { services, clock } = deps;
+  const log = deps.log.child({ component: 'sync' });
+  const nodeId = randomUUID();
+  const byUser = new Map<string, Set<SyncConnection>>();
+  const unlisteners: Array<() => Promise<void>> = [];
+  const drafts = createDrafts({ db: services.unitOfWork.db, phi: services.phi, nodeId, log });
+  const feed = createFeed({
+    unitOfWork: services.unitOfWork,
+    phi: services.phi,
+    async scopeOf(tx, userId) {
+      const [{ time_zone: timeZone }, seat, config] = [
+        await services.clinicianSettings.get(userId, tx),
+        await services.seatOf(userId),
+        await services.features.config({ userId, sessionId: '' }),
+      ];
+      const [org] = seat ? await tx.select({ id: organizations.id, name: organizations.name }).from(organizations).where(eq(organizations.id, seat.organizationId)) : [];
+      return {
+        timeZone,
+        organizationId: seat?.organizationId ?? null,
+        config: { ...config, organization: org ? { uuid: org.id, name: org.name } : null },
+      };
+    },
+  });
+  const runMutation = createMutationRunner({ services, sectionsOf: (tx, visitId, ownerId) => drafts.sectionsOf(tx, visitId, ownerId) });
+
+  const all = (): SyncConnection[] => [...byUser.values()].flatMap((set) => [...set]);
+  const ctx: SyncHubContext = {
+    services,
+    clock,
+    log,
+    drafts,
+    feed,
+    runMutation,
+    maxSocketsPerUser: MAX_SOCKETS_PER_USER,
+    connectionsOf: (userId) => [...(byUser.get(userId) ?? [])],
+    attach(connection) {
+      for (const other of byUser.get(connection.userId) ?? []) {
+        if (other.clientId === connection.clientId) other.close('superseded', 'Connected again from the same device');
+      }
+      let set = byUser.get(connection.userId);
+      if (!set) byUser.set(connection.userId, (set = new Set()));
+      set.add(connection);
+      // Other nodes close their socket of this device too.
+      void services.unitOfWork.db
+        .execute(sql`select pg_notify('fieldchart_client', ${`${connection.userId}:${connection.clientId}:${connection.id}`})`)
+        .catch((err: unknown) => log.warn({ err: safeError(err) }, 'could not announce sync client'));
+    },
+    detach(connection) {
+      drafts.detach(connection);
+      const set = byUser.get(connection.userId);
+      if (!set) return;
+      set.delete(connection);
+      if (set.size === 0) byUser.delete(connection.userId);
+    },
+  };
+
+  const forUser = (userId: string, fn: (c: SyncConnection) => void | Promise<void>) => {
+    for (const c of byUser.get(userId) ?? []) {
+      void Promise.resolve(fn(c)).catch((err: unknown) => log.error({ err: safeError(err) }, 'sync notification handling failed'));
+    }
+  };
+  const everyone = () => {
+    for (const c of all()) {
+      c.requestFeed();
+      void c.recheck().catch((err: unknown) => log.error({ err: safeError(err) }, 'sync recheck failed'));
+    }
+  };
+
+  const routes: FastifyPluginAsync = async (app) => {
+    app.get('/sync', { websocket: true, config: { public: true }, schema: { hide: true } }, (socket) => {
+      new SyncConnection(socket, ctx);
+    });
+  };
+
+  return {
+    routes,
+    async start() {
+      unlisteners.push(
+        await deps.notifications.listen('fieldchart_sync', (userId) => forUser(userId, (c) => c.requestFeed()), everyone),
+        await deps.notifications.listen('fieldchart_session', (userId) => forUser(userId, (c) => c.recheck()), everyone),
+        await deps.notifications.listen('fieldchart_client', (payload) => {
+          const [userId = '', clientId = '', connectionId = ''] = payload.split(':');
+          forUser(userId, (c) => {
+            if (c.clientId === clientId && c.id !== connectionId) c.close('superseded', 'Connected again from the same device');
+          });
+        }),
+        await deps.notifications.listen('fieldchart_draft', (payload) => {
+          void drafts.onNotification(payload).catch((err: unknown) => log.error({ err: safeError(err) }, 'draft notification failed'));
+        }),
+      );
+    },
+    async close() {
+      for (const c of all()) c.close('going_away', 'Server shutting down');
+      for (const unlisten of unlisteners.splice(0)) await unlisten().catch(() => {});
+    },
+    size: () => all().length,
+  };
+}

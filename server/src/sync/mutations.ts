@@ -1,0 +1,82 @@
+/**
+ * The sync channel's mutations (docs/sync-protocol.md, Mutations): each is the REST endpoint's
+ * service call with the same arguments — one set of rules for both ways in.
+ */
+import * as z from 'zod';
+import { MUTATION_ARGS, type MutationName } from '@fieldchart/schema/sync';
+import type { Db } from '../db/database.ts';
+import { Invalid, type FieldErrors } from '../errors.ts';
+import type { ClinicianContext } from '../http/audit-context.ts';
+import type { Services } from '../services/index.ts';
+
+/** A draft's SOAP sections, as the draft store reads them. */
+export type DraftSections = Readonly<Record<'subjective' | 'objective' | 'assessment' | 'plan', string>>;
+
+export interface MutationDeps {
+  readonly services: Services;
+  /** The server's copy of a visit's draft sections (note.submit without texts). */
+  sectionsOf(tx: Db, visitId: string, ownerId: string): Promise<DraftSections | null>;
+}
+
+export type MutationRunner = (ctx: ClinicianContext, name: MutationName, args: unknown) => Promise<unknown>;
+
+export function createMutationRunner(deps: MutationDeps): MutationRunner {
+  const { services } = deps;
+  const parse = <N extends MutationName>(name: N, args: unknown): z.output<(typeof MUTATION_ARGS)[N]> => {
+    const parsed = MUTATION_ARGS[name].safeParse(args);
+    if (!parsed.success) throw validationError(parsed.error);
+    return parsed.data as z.output<(typeof MUTATION_ARGS)[N]>;
+  };
+
+  return async (ctx, name, args) => {
+    const userId = ctx.actorUserId;
+    switch (name) {
+      case 'patient.create': {
+        const { uuid, referral_uuid, ...body } = parse(name, args);
+        return services.patients.create(ctx, body, { uuid, referral_uuid });
+      }
+      case 'patient.update': {
+        const { uuid, ...body } = parse(name, args);
+        await services.patients.update(ctx, uuid, body);
+        return null;
+      }
+      case 'visit.schedule': {
+        const { uuid, ...body } = parse(name, args);
+        return services.visitScheduling.schedule(ctx, userId, body, uuid);
+      }
+      case 'visit.timer_events':
+        return services.visitTimer.record(ctx, userId, parse(name, args));
+      case 'visit.mileage': {
+        const { uuid, mileage } = parse(name, args);
+        const r = await services.visitMileage.put(ctx, userId, uuid, mileage);
+        return { applied: r.applied };
+      }
+      case 'note.submit': {
+        const input = parse(name, args);
+        const draft = await deps.sectionsOf(services.unitOfWork.db, input.schedule_uuid, userId);
+        const section = (key: keyof DraftSections) => input[key] ?? draft?.[key]?.trim() ?? '';
+        // The same rules as REST: an empty section is 422 whether it came from args or the draft.
+        const body = MUTATION_ARGS['note.submit'].required({ subjective: true, objective: true, assessment: true, plan: true }).safeParse({
+          ...input,
+          subjective: section('subjective'),
+          objective: section('objective'),
+          assessment: section('assessment'),
+          plan: section('plan'),
+        });
+        if (!body.success) throw validationError(body.error);
+        const r = await services.soapNotes.submit(ctx, userId, body.data);
+        return { signed: r.signed, vital_flags: r.vital_flags };
+      }
+    }
+  };
+}
+
+function validationError(error: z.ZodError): Invalid {
+  const errors: FieldErrors = {};
+  for (const issue of error.issues) {
+    const key = issue.path.map(String).join('.') || '_';
+    (errors[key] ??= []).push(issue.message);
+  }
+  const first = Object.entries(errors)[0];
+  return new Invalid(first ? `${first[0]} ${first[1][0]}` : 'Invalid mutation arguments', errors);
+}
