@@ -30,9 +30,17 @@ export interface TransportOptions {
   readonly timeoutMs: number;
 }
 
+/** The HTTP methods the API uses. */
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/** Query-string values; `undefined` and `null` members are left out. */
+export type QueryValues = Readonly<Record<string, string | number | boolean | null | undefined>>;
+
 export interface Call<S extends z.ZodType> {
-  readonly method: 'GET' | 'POST' | 'PUT';
+  readonly method: HttpMethod;
+  /** Below the API prefix, path parameters already filled in and encoded. */
   readonly path: string;
+  readonly query?: QueryValues | undefined;
   /** Sends the bearer token and applies the 401 handling. */
   readonly auth: boolean;
   /** The whole success body, envelope included. */
@@ -88,6 +96,16 @@ function deadline(timeoutMs: number, outer: AbortSignal | undefined) {
   };
 }
 
+function queryString(query: QueryValues | undefined): string {
+  if (query === undefined) return '';
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== undefined && value !== null) params.append(name, String(value));
+  }
+  const text = params.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
 export function createTransport(opts: TransportOptions) {
   const root = opts.baseUrl.replace(/\/+$/, '') + opts.apiPrefix;
 
@@ -102,7 +120,7 @@ export function createTransport(opts: TransportOptions) {
     }
     const limit = deadline(opts.timeoutMs, call.signal);
     try {
-      const res = await opts.fetch(root + call.path, {
+      const res = await opts.fetch(root + call.path + queryString(call.query), {
         method: call.method,
         headers,
         signal: limit.signal,
