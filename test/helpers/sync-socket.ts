@@ -28,7 +28,14 @@ export async function openSync(server: TestServer | string): Promise<SyncSocket>
   const received: ServerMessage[] = [];
   const taken = new Set<number>();
   const waiters: Array<() => void> = [];
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  let closedWith: { code: number; reason: string } | null = null;
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.on('close', (code, reason) => {
+      closedWith = { code, reason: reason.toString() };
+      resolve(closedWith);
+      for (const w of waiters.splice(0)) w();
+    }),
+  );
   ws.on('message', (data) => {
     received.push(serverMessage.parse(JSON.parse(String(data))));
     for (const w of waiters.splice(0)) w();
@@ -54,6 +61,10 @@ export async function openSync(server: TestServer | string): Promise<SyncSocket>
             taken.add(i);
             clearTimeout(deadline);
             return resolve(m as M);
+          }
+          if (closedWith) {
+            clearTimeout(deadline);
+            return reject(new Error(`socket closed (${closedWith.code} ${closedWith.reason}) before a ${type} message`));
           }
           waiters.push(look);
         };

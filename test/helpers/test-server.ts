@@ -8,6 +8,7 @@ import path from 'node:path';
 import { API_PREFIX } from '../../server/src/app.ts';
 import { loadConfig, type Config } from '../../server/src/config.ts';
 import { startRuntime, type Runtime } from '../../server/src/runtime.ts';
+import { openDatabase } from '../../server/src/db/database.ts';
 import type { Clock } from '../../server/src/clock.ts';
 import type { TestBackend, TestDatabase } from './backends.ts';
 import { startSmtpSink, type SmtpSink } from './smtp-sink.ts';
@@ -43,17 +44,22 @@ export interface TestServer {
 
 export async function startTestServer(
   backend: TestBackend,
-  opts: { env?: Record<string, string>; clock?: Clock } = {},
+  opts: {
+    env?: Record<string, string>;
+    clock?: Clock;
+    /** Another node of `peer`'s deployment: its PostgreSQL database and its data dir (keys). */
+    peer?: TestServer;
+  } = {},
 ): Promise<TestServer> {
   const mail = await startSmtpSink();
-  const db = await backend.open();
+  const db = opts.peer ? await joinDatabase(opts.peer) : await backend.open();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-test-'));
   const config = loadConfig({
     NODE_ENV: 'test',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     HOST: '127.0.0.1',
     PORT: '0',
-    FIELDCHART_DATA_DIR: dataDir,
+    FIELDCHART_DATA_DIR: opts.peer ? opts.peer.dataDir : dataDir,
     SMTP_URL: mail.url,
     ...(db.url ? { DATABASE_URL: db.url } : {}),
     ...opts.env,
@@ -127,4 +133,11 @@ export async function registerUser(server: TestServer, overrides: Parameters<typ
     refreshToken: res.body.data.refresh_token as string,
     uuid: res.body.data.user.uuid as string,
   };
+}
+
+/** A second connection pool to a peer's PostgreSQL database; closing it leaves the database. */
+async function joinDatabase(peer: TestServer): Promise<TestDatabase> {
+  if (!peer.db.url) throw new Error('only a PostgreSQL deployment has several nodes');
+  const database = await openDatabase({ kind: 'postgres', url: peer.db.url });
+  return { database, url: peer.db.url, drop: () => database.close() };
 }
