@@ -184,6 +184,13 @@ forEachBackend('sync channel', (backend) => {
     assert.equal((await s2.socket.closed).code, CLOSE_CODES.account_disabled);
   });
 
+  test('a socket that never says hello is closed after 10 s (4408)', async () => {
+    const silent = await openSync(server);
+    const started = Date.now();
+    assert.equal((await silent.closed).code, CLOSE_CODES.auth_timeout);
+    assert.ok(Date.now() - started >= 9_000);
+  });
+
   test('the same device connecting again supersedes its old socket (4409)', async () => {
     const user = await clinician();
     const clientId = randomUUID();
