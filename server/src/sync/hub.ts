@@ -53,23 +53,7 @@ export function createSyncHub(deps: { services: Services; notifications: Notific
   const byUser = new Map<string, Set<SyncConnection>>();
   const unlisteners: Array<() => Promise<void>> = [];
   const drafts = createDrafts({ db: services.unitOfWork.db, phi: services.phi, nodeId, log });
-  const feed = createFeed({
-    unitOfWork: services.unitOfWork,
-    phi: services.phi,
-    async scopeOf(tx, userId) {
-      const [{ time_zone: timeZone }, seat, config] = [
-        await services.clinicianSettings.get(userId, tx),
-        await services.seatOf(userId),
-        await services.features.config({ userId, sessionId: '' }),
-      ];
-      const [org] = seat ? await tx.select({ id: organizations.id, name: organizations.name }).from(organizations).where(eq(organizations.id, seat.organizationId)) : [];
-      return {
-        timeZone,
-        organizationId: seat?.organizationId ?? null,
-        config: { ...config, organization: org ? { uuid: org.id, name: org.name } : null },
-      };
-    },
-  });
+  const feed = feedOf(services);
   const runMutation = createMutationRunner({ services, sectionsOf: (tx, visitId, ownerId) => drafts.sectionsOf(tx, visitId, ownerId) });
 
   const all = (): SyncConnection[] => [...byUser.values()].flatMap((set) => [...set]);
@@ -144,4 +128,25 @@ export function createSyncHub(deps: { services: Services; notifications: Notific
     },
     size: () => all().length,
   };
+}
+
+/** The change feed wired to the services: scope = time zone, seat and effective configuration. */
+export function feedOf(services: Services) {
+  return createFeed({
+    unitOfWork: services.unitOfWork,
+    phi: services.phi,
+    async scopeOf(tx, userId) {
+      const [{ time_zone: timeZone }, seat, config] = [
+        await services.clinicianSettings.get(userId, tx),
+        await services.seatOf(userId),
+        await services.features.config({ userId, sessionId: '' }),
+      ];
+      const [org] = seat ? await tx.select({ id: organizations.id, name: organizations.name }).from(organizations).where(eq(organizations.id, seat.organizationId)) : [];
+      return {
+        timeZone,
+        organizationId: seat?.organizationId ?? null,
+        config: { ...config, organization: org ? { uuid: org.id, name: org.name } : null },
+      };
+    },
+  });
 }
