@@ -31,6 +31,11 @@ const BATCH_BYTES = 1024 * 1024;
 /** Mutations applied in one transaction (each in its own savepoint). */
 const MUTATIONS_PER_TRANSACTION = 100;
 const HELLO_TIMEOUT_MS = 10_000;
+/**
+ * A phone that drops off a network sends no FIN: without pings its socket (and its place in
+ * the per-user limit) would linger until TCP gives up, minutes later.
+ */
+const PING_INTERVAL_MS = 30_000;
 
 export class SyncConnection implements DraftPeer {
   readonly id = randomUUID();
@@ -47,12 +52,21 @@ export class SyncConnection implements DraftPeer {
   private feedAgain = false;
   private helloTimer: NodeJS.Timeout | null;
   private expiryTimer: NodeJS.Timeout | null = null;
+  private readonly pingTimer: NodeJS.Timeout;
+  private alive = true;
 
   constructor(
     private readonly socket: WebSocket,
     private readonly hub: SyncHubContext,
   ) {
     this.helloTimer = setTimeout(() => this.close('auth_timeout', 'No hello within 10 s'), HELLO_TIMEOUT_MS);
+    this.pingTimer = setInterval(() => {
+      if (!this.alive) return this.socket.terminate();
+      this.alive = false;
+      this.socket.ping();
+    }, PING_INTERVAL_MS);
+    this.pingTimer.unref();
+    socket.on('pong', () => (this.alive = true));
     socket.on('message', (data, isBinary) => this.onFrame(data, isBinary));
     socket.on('close', () => this.onClosed());
     socket.on('error', () => this.onClosed());
@@ -85,11 +99,13 @@ export class SyncConnection implements DraftPeer {
     this.state = 'closed';
     if (this.helloTimer) clearTimeout(this.helloTimer);
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    clearInterval(this.pingTimer);
     this.hub.detach(this);
   }
 
   private onFrame(data: unknown, isBinary: boolean): void {
     if (this.state === 'closed') return;
+    this.alive = true;
     let parsed: ReturnType<typeof clientMessage.safeParse> | null = null;
     if (!isBinary) {
       try {

@@ -108,6 +108,9 @@ forEachBackend('sync channel', (backend) => {
     // Refused by the rules: complete cannot follow start_travel.
     socket.send({ type: 'mutation', mutation_id: 4, name: 'visit.timer_events', args: { schedule_uuid: visitId, events: [timerEvent('complete', now)] }, client_time: now });
     socket.send({ type: 'mutation', mutation_id: 5, name: 'visit.mileage', args: { uuid: visitId, mileage: { total_miles: 12.5, recorded_at: now } }, client_time: now });
+    // Last writer wins by device time: an older entry is acknowledged, not applied.
+    const older = new Date(Date.parse(now) - 60_000).toISOString();
+    socket.send({ type: 'mutation', mutation_id: 6, name: 'visit.mileage', args: { uuid: visitId, mileage: { total_miles: 99, recorded_at: older } }, client_time: now });
 
     assert.deepEqual((await socket.next('ack', (m) => m.mutation_id === 1)).result, { uuid: patientId, referral_uuid: (await referralOf(patientId)) });
     assert.deepEqual((await socket.next('ack', (m) => m.mutation_id === 2)).result, { uuid: visitId });
@@ -117,6 +120,9 @@ forEachBackend('sync channel', (backend) => {
     assert.equal(reject.status, 422);
     assert.equal(reject.code, 'invalid_timer_sequence');
     assert.deepEqual((await socket.next('ack', (m) => m.mutation_id === 5)).result, { applied: true });
+    assert.deepEqual((await socket.next('ack', (m) => m.mutation_id === 6)).result, { applied: false });
+    const [miles] = await count(sql`select total_miles::float8 as n from visit_mileage where visit_id = ${visitId}`);
+    assert.equal(miles, 12.5);
 
     const [events] = await count(sql`select count(*)::int as n from timer_events where visit_id = ${visitId}`);
     assert.equal(events, 1, 'the duplicated mutation was applied once; the rejected one not at all');
@@ -124,7 +130,7 @@ forEachBackend('sync channel', (backend) => {
 
     // The server remembers what it processed: a reconnect says so, and replays are not applied.
     const again = await helloSync(server, user.token, clientId);
-    assert.equal(again.welcome.last_mutation_id, 5);
+    assert.equal(again.welcome.last_mutation_id, 6);
     again.socket.send({ type: 'mutation', mutation_id: 2, name: 'visit.schedule', args: { uuid: randomUUID(), visit_date: today(), start_time: '12:00' }, client_time: now });
     assert.deepEqual((await again.socket.next('ack', (m) => m.mutation_id === 2)).result, { duplicate: true });
     const [visits] = await count(sql`select count(*)::int as n from visits where owner_id = ${user.uuid}`);
