@@ -31,6 +31,8 @@ export const PHI_TABLES: readonly PhiTable[] = [
     columns: ['subjective_enc', 'objective_enc', 'assessment_enc', 'plan_enc', 'vital_signs_enc', 'signature_enc'],
     rowId: byId,
   },
+  // Yjs updates of draft notes, bound to their (sequence-drawn) id; server/src/sync/drafts-store.ts.
+  { table: 'draft_updates', key: ['id'], columns: ['update_enc'], rowId: byId },
   // Stored idempotent responses can carry PHI; services/idempotency.ts binds them to scope NUL key.
   {
     table: 'idempotency_keys',
