@@ -50,6 +50,12 @@ export class SyncConnection implements DraftPeer {
   private processing = false;
   private feedRunning = false;
   private feedAgain = false;
+  /**
+   * Set when a mutation was answered `retry`: the frames behind it are already on the wire,
+   * and applying them would move last_mutation_id past the one the device will resend. They
+   * are answered `retry` too until the device resends from that id.
+   */
+  private retryingFrom: number | null = null;
   private helloTimer: NodeJS.Timeout | null;
   private expiryTimer: NodeJS.Timeout | null = null;
   private readonly pingTimer: NodeJS.Timeout;
@@ -275,8 +281,17 @@ export class SyncConnection implements DraftPeer {
 
   // Mutations.
 
-  private async applyMutations(batch: MutationMessage[]): Promise<void> {
+  private async applyMutations(incoming: MutationMessage[]): Promise<void> {
     const { services, runMutation } = this.hub;
+    let batch = incoming;
+    if (this.retryingFrom !== null) {
+      const resent = batch.findIndex((m) => m.mutation_id <= (this.retryingFrom as number));
+      const waiting = resent === -1 ? batch : batch.slice(0, resent);
+      for (const m of waiting) this.send({ type: 'retry', mutation_id: m.mutation_id, after_ms: 0 });
+      if (resent === -1) return;
+      this.retryingFrom = null;
+      batch = batch.slice(resent);
+    }
     const replies: ServerMessage[] = [];
     let closeWith: CloseCodeName | null = null;
     try {
@@ -312,6 +327,7 @@ export class SyncConnection implements DraftPeer {
               // Not the mutation's fault: it stays unprocessed, and so does everything after it.
               replies.push(reject);
               for (const rest of batch.slice(batch.indexOf(m) + 1)) replies.push({ ...reject, mutation_id: rest.mutation_id });
+              this.retryingFrom = m.mutation_id;
               break;
             }
             replies.push(reject);
@@ -327,6 +343,7 @@ export class SyncConnection implements DraftPeer {
       this.hub.log.warn({ err: safeError(err), connection: this.id }, 'sync mutations not applied; device told to retry');
       const after = 1000 + Math.floor(Math.random() * 2000);
       for (const m of batch) this.send({ type: 'retry', mutation_id: m.mutation_id, after_ms: after });
+      this.retryingFrom = Math.min(...batch.map((m) => m.mutation_id));
       return;
     }
     if (closeWith) return this.close(closeWith, 'Session no longer valid');

@@ -138,6 +138,43 @@ forEachBackend('sync channel', (backend) => {
     again.socket.close();
   });
 
+  test('a failure that is not the mutation\'s fault is retried, and nothing behind it overtakes it', async () => {
+    const user = await clinician();
+    const db = server.runtime.database.db;
+    const flaky = randomUUID();
+    // A fault on the database's side: the first insert of this patient fails (a sequence is
+    // not rolled back with its transaction, so the second attempt passes).
+    await db.execute(sql.raw(`create sequence fault_${flaky.replaceAll('-', '')}`));
+    await db.execute(
+      sql.raw(`create function fault_${flaky.replaceAll('-', '')}() returns trigger language plpgsql as $$
+        begin
+          if new.id = '${flaky}' and nextval('fault_${flaky.replaceAll('-', '')}') = 1 then raise exception 'injected fault'; end if;
+          return new;
+        end $$`),
+    );
+    await db.execute(sql.raw(`create trigger fault_${flaky.replaceAll('-', '')} before insert on patients for each row execute function fault_${flaky.replaceAll('-', '')}()`));
+    const clientId = randomUUID();
+    const { socket } = await helloSync(server, user.token, clientId);
+    const now = new Date().toISOString();
+    const create = (id: number, uuid: string) => ({ type: 'mutation', mutation_id: id, name: 'patient.create', args: { uuid, first_name: 'Flaky', last_name: `P${id}` }, client_time: now });
+    const ids = [flaky, randomUUID(), randomUUID()];
+    socket.send(create(1, ids[0] as string));
+    const retry = await socket.next('retry', (m) => m.mutation_id === 1);
+    assert.ok(retry.after_ms >= 0);
+    // Frames already on the wire behind the failed one must not be applied before it.
+    socket.send(create(2, ids[1] as string));
+    await socket.next('retry', (m) => m.mutation_id === 2);
+    // The device resends from the head of its outbox: everything lands once, in order.
+    socket.send(create(1, ids[0] as string));
+    socket.send(create(2, ids[1] as string));
+    socket.send(create(3, ids[2] as string));
+    await socket.next('ack', (m) => m.mutation_id === 3);
+    assert.ok(!socket.received.some((m) => m.type === 'ack' && (m.result as { duplicate?: boolean } | null)?.duplicate));
+    const [n] = await count(sql`select count(*)::int as n from patients where owner_id = ${user.uuid}`);
+    assert.equal(n, 3);
+    socket.close();
+  });
+
   test('an invalid mutation is rejected in the contract error terms and counts as processed', async () => {
     const user = await clinician();
     const clientId = randomUUID();
