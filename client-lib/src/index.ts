@@ -1,8 +1,32 @@
 /**
- * @fieldchart/client — the Fieldchart client library. This first slice is the typed REST
- * client ({@link createRestClient}); transport, storage and sync for offline use come next.
- * Browser-safe: nothing here imports server code or Node built-ins.
+ * @fieldchart/client — the Fieldchart client library: the typed REST client
+ * ({@link createRestClient}) and the offline client ({@link createFieldchartClient}), which
+ * keeps the clinician's working set in a device database (PGlite), queues every write in an
+ * outbox, and syncs both over one websocket (docs/sync-protocol.md).
+ * Browser-safe: nothing here imports server code; Node-only pieces (`ws`) are chosen by the
+ * package's `#websocket` import condition.
  *
  * @packageDocumentation
  */
 export * from './rest/index.ts';
+export { createFieldchartClient, localDate, syncUrlOf } from './client/create-client.ts';
+export type {
+  CreatePatientBody,
+  FieldchartClient,
+  FieldchartClientOptions,
+  MileageInput,
+  QueuedWrite,
+  ScheduleVisitBody,
+  SubmitNoteBody,
+  TimerEventInput,
+  UpdatePatientBody,
+  VisitReceipt,
+} from './client/types.ts';
+export { InvalidWriteError, LocalNotFoundError, NotSignedInError, OutboxNotEmptyError } from './client/errors.ts';
+export type { Patient, Visit } from './model/views.ts';
+export type { Rejection } from './storage/outbox.ts';
+export type { SyncError, SyncStatus } from './sync/status.ts';
+export type { SyncEvents } from './sync/sync-engine.ts';
+export type { BackoffOptions } from './sync/backoff.ts';
+export type { SoapSection } from './sync/drafts.ts';
+export type { WebSocketConstructor, WebSocketLike } from './platform/websocket.ts';

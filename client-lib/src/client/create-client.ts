@@ -1,0 +1,305 @@
+/**
+ * The offline client: one object wiring storage (PGlite), sync (socket, outbox, feed, drafts)
+ * and the app-facing calls. Reads come from the device database; writes are queued in the
+ * outbox and shown at once.
+ */
+import type * as Y from 'yjs';
+import type { SignInResult } from '../rest/index.ts';
+import { createRestClient, type FetchLike, type RestClient } from '../rest/index.ts';
+import type { MutationArgs } from '@fieldchart/schema/sync';
+import { PlatformWebSocket } from '#websocket';
+import type { WebSocketConstructor } from '../platform/websocket.ts';
+import { openLocalDb, type LocalDb } from '../storage/local-db.ts';
+import { deleteMeta, getMeta, type StoredSession } from '../storage/meta.ts';
+import { clearFeed } from '../storage/feed-store.ts';
+import { clearOutbox, dismissRejections, listRejections, overlayEntries, pendingCount, receiptRows, type Rejection } from '../storage/outbox.ts';
+import { clearDrafts, unconfirmedDrafts } from '../storage/draft-store.ts';
+import { byVisitTime, readPatients, readVisits, type Patient, type Visit, type VisitSelection } from '../model/views.ts';
+import type { BackoffOptions } from '../sync/backoff.ts';
+import { draftName, SOAP_SECTIONS } from '../sync/drafts.ts';
+import { SyncEngine, type SyncEvents } from '../sync/sync-engine.ts';
+import type { SyncStatus } from '../sync/status.ts';
+import { LocalNotFoundError, NotSignedInError, OutboxNotEmptyError } from './errors.ts';
+import { checkArgs, checkTimerSequence, queueWrite } from './writes.ts';
+import type { FieldchartClient, FieldchartClientOptions, VisitReceipt } from './types.ts';
+
+const API_SYNC_PATH = '/api/therapist/v1/sync';
+
+/** The sync endpoint's URL for an API origin: http → ws, https → wss. */
+export function syncUrlOf(baseUrl: string): string {
+  const u = new URL(baseUrl.replace(/\/+$/, '') + API_SYNC_PATH);
+  u.protocol = u.protocol === 'https:' ? 'wss:' : u.protocol === 'http:' ? 'ws:' : u.protocol;
+  return u.toString();
+}
+
+/** Today's date (YYYY-MM-DD) in `timeZone`, or the device's zone. */
+export function localDate(now: Date, timeZone?: string): string {
+  const parts = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(now);
+  const get = (t: string) => parts.find((p) => p.type === t)?.value ?? '';
+  return `${get('year')}-${get('month')}-${get('day')}`;
+}
+
+function addDays(date: string, days: number): string {
+  const d = new Date(`${date}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + days);
+  return d.toISOString().slice(0, 10);
+}
+
+/**
+ * Opens the device database at `dataDir`, restores the stored session and outbox, and starts
+ * syncing if a session is stored. Resolves once the client is ready: reads work at once,
+ * online or not.
+ *
+ * @example
+ * ```ts
+ * const client = await createFieldchartClient({ baseUrl: 'https://api.fieldchart.example', dataDir: 'idb://fieldchart' });
+ * if (!client.sync.status.signedIn) await client.signIn({ email, password });
+ * const today = await client.visits.today();
+ * ```
+ */
+export async function createFieldchartClient(options: FieldchartClientOptions): Promise<FieldchartClient> {
+  const WebSocketImpl = options.WebSocket ?? PlatformWebSocket;
+  if (!WebSocketImpl) throw new TypeError('This platform has no WebSocket: pass one as the `WebSocket` option');
+  const db = await openLocalDb(options.dataDir);
+  let engine: SyncEngine | null = null;
+  const rest = createRestClient({
+    baseUrl: options.baseUrl,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+    getToken: () => engine?.currentSession?.token ?? null,
+    onUnauthorized: async () => {
+      if (!engine?.currentSession) return false;
+      await engine.refresh();
+      return true;
+    },
+  });
+  engine = new SyncEngine({
+    db,
+    rest,
+    url: options.syncUrl ?? syncUrlOf(options.baseUrl),
+    WebSocket: WebSocketImpl,
+    ...(options.backoff ? { backoff: options.backoff } : {}),
+    ...(options.submitWaitMs !== undefined ? { submitWaitMs: options.submitWaitMs } : {}),
+  });
+  await engine.start();
+  return buildClient(db, engine, rest, options);
+}
+
+function buildClient(db: LocalDb, engine: SyncEngine, rest: RestClient, options: FieldchartClientOptions): FieldchartClient {
+  const draftTexts = (uuid: string) => engine.drafts.sections(uuid);
+  const today = () => localDate(new Date(), options.timeZone);
+
+  async function visitsOf(sel: VisitSelection, withNote = false): Promise<Visit[]> {
+    return readVisits(db, await overlayEntries(db), sel, { withNote, draftTexts });
+  }
+
+  async function visitOrThrow(uuid: string): Promise<Visit> {
+    const [v] = await visitsOf({ uuid });
+    if (!v) throw new LocalNotFoundError('Visit not found on this device', 'visit_not_found');
+    return v;
+  }
+
+  async function requireUser(): Promise<void> {
+    if (engine.currentSession || (await getMeta(db, 'user_id'))) return;
+    throw new NotSignedInError();
+  }
+
+  async function write(name: Parameters<typeof queueWrite>[1], args: Record<string, unknown>, scheduleUuid: string | null, local?: Record<string, unknown>) {
+    const id = await queueWrite(db, name, args, scheduleUuid, local);
+    await engine.written();
+    return id;
+  }
+
+  async function clearUserData(): Promise<void> {
+    engine.drafts.clear();
+    await db.transaction(async (tx) => {
+      await clearFeed(tx);
+      await clearOutbox(tx);
+      await clearDrafts(tx);
+      await deleteMeta(tx, 'user_id');
+    });
+  }
+
+  async function startSession(pair: { token: string; refresh_token: string; expires_in: number }, user: { uuid: string; email: string } | null): Promise<void> {
+    const known = await getMeta(db, 'user_id');
+    if (user && known !== null && known !== user.uuid) {
+      // The device holds another clinician's data: never upload their writes as this user.
+      const pending = await pendingCount(db);
+      const drafts = (await unconfirmedDrafts(db)).length;
+      if (pending > 0 || drafts > 0) throw new OutboxNotEmptyError(pending, drafts);
+      await clearUserData();
+    }
+    const session: StoredSession = {
+      token: pair.token,
+      refresh_token: pair.refresh_token,
+      expires_at: Date.now() + pair.expires_in * 1000,
+      user_id: user?.uuid ?? null,
+      email: user?.email ?? null,
+    };
+    await engine.useSession(session);
+  }
+
+  const on = <K extends keyof SyncEvents>(event: K, listener: (payload: SyncEvents[K]) => void) => engine.events.on(event, listener);
+
+  return {
+    rest,
+
+    async signIn(body) {
+      const result: SignInResult = await rest.signIn(body);
+      await startSession(result, { uuid: result.loginData.uuid, email: result.loginData.email });
+      return result;
+    },
+
+    async signInWithTokens(pair) {
+      await startSession(pair, null);
+    },
+
+    async signOut(opts = {}) {
+      const pending = await pendingCount(db);
+      const drafts = (await unconfirmedDrafts(db)).length;
+      if ((pending > 0 || drafts > 0) && !opts.force) throw new OutboxNotEmptyError(pending, drafts);
+      const token = engine.currentSession?.token;
+      if (token) {
+        // Best effort: offline, the session simply expires on the server.
+        await rest.logout({ token }).catch(() => undefined);
+      }
+      await engine.endSession('signed_out');
+      await clearUserData();
+      engine.events.emit('change', { reason: 'reset' });
+    },
+
+    visits: {
+      async today(opts = {}) {
+        const date = opts.date ?? today();
+        return (await visitsOf({ date })).filter((v) => v.status !== 'cancelled').sort(byVisitTime);
+      },
+      async upcoming(opts = {}) {
+        const from = opts.after ?? today();
+        const sel: VisitSelection = opts.days === undefined ? { after: from } : { after: from, until: addDays(from, opts.days) };
+        return (await visitsOf(sel)).filter((v) => v.status === 'scheduled' || v.status === 'in_progress').sort(byVisitTime);
+      },
+      async get(uuid) {
+        const [v] = await visitsOf({ uuid }, true);
+        return v ?? null;
+      },
+      async schedule(body) {
+        await requireUser();
+        const uuid = body.uuid ?? globalThis.crypto.randomUUID();
+        const args = checkArgs('visit.schedule', { ...body, uuid });
+        await write('visit.schedule', args, uuid);
+        return { uuid };
+      },
+      async recordTimerEvents(scheduleUuid, events) {
+        await requireUser();
+        const args = checkArgs('visit.timer_events', { schedule_uuid: scheduleUuid, events });
+        checkTimerSequence(await visitOrThrow(scheduleUuid), events);
+        const eventUuids = events.map(() => globalThis.crypto.randomUUID());
+        return { mutationId: await write('visit.timer_events', args, scheduleUuid, { event_uuids: eventUuids }) };
+      },
+      async setMileage(scheduleUuid, mileage) {
+        await requireUser();
+        await visitOrThrow(scheduleUuid);
+        // The device's time decides between competing entries (last writer wins): always send it.
+        const args = checkArgs('visit.mileage', { uuid: scheduleUuid, mileage: { ...mileage, recorded_at: mileage.recorded_at ?? new Date().toISOString() } });
+        return { mutationId: await write('visit.mileage', args, scheduleUuid) };
+      },
+      async receipt(scheduleUuid) {
+        return (await receiptsOf([scheduleUuid]))[0] ?? { scheduleUuid, state: 'none', pendingMutations: 0, draftOnDeviceOnly: false, lastAcknowledgedAt: null };
+      },
+      receipts: () => receiptsOf(null),
+    },
+
+    patients: {
+      list: async () => readPatients(db, await overlayEntries(db), null),
+      async get(uuid) {
+        const [p] = await readPatients(db, await overlayEntries(db), uuid);
+        return p ?? null;
+      },
+      async create(body) {
+        await requireUser();
+        const uuid = body.uuid ?? globalThis.crypto.randomUUID();
+        const referralUuid = body.referral_uuid ?? globalThis.crypto.randomUUID();
+        const args = checkArgs('patient.create', { ...body, uuid, referral_uuid: referralUuid });
+        await write('patient.create', args, null);
+        return { uuid, referral_uuid: referralUuid };
+      },
+      async update(uuid, body) {
+        await requireUser();
+        const [p] = await readPatients(db, await overlayEntries(db), uuid);
+        if (!p) throw new LocalNotFoundError('Patient not found on this device', 'patient_not_found');
+        const args = checkArgs('patient.update', { ...body, uuid });
+        return { mutationId: await write('patient.update', args, null) };
+      },
+    },
+
+    drafts: {
+      open: (scheduleUuid) => engine.drafts.open(scheduleUuid),
+      close: (scheduleUuid) => engine.drafts.close(scheduleUuid),
+      sections: SOAP_SECTIONS,
+      nameOf: draftName,
+    },
+
+    notes: {
+      async submit(scheduleUuid, body = {}) {
+        await requireUser();
+        await visitOrThrow(scheduleUuid);
+        // The outbox entry must not overtake the draft's last keystrokes on the device.
+        await engine.drafts.flush();
+        const args = checkArgs('note.submit', { schedule_uuid: scheduleUuid, ...body } as MutationArgs<'note.submit'>);
+        return { mutationId: await write('note.submit', args, scheduleUuid) };
+      },
+    },
+
+    sync: {
+      get status(): SyncStatus {
+        return engine.status;
+      },
+      on: (event, listener) => engine.events.on(event, listener),
+      async whenSynced(opts = {}) {
+        const wait = engine.whenSynced();
+        if (opts.timeoutMs === undefined) return wait;
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const timeout = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`not synced within ${opts.timeoutMs} ms`)), opts.timeoutMs);
+        });
+        try {
+          await Promise.race([wait, timeout]);
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+      reconnect: () => engine.dropConnection(),
+    },
+
+    rejections: {
+      list: () => listRejections(db),
+      dismiss: (ids) => dismissRejections(db, ids),
+      on: (listener: (r: Rejection) => void) => engine.events.on('rejection', listener),
+    },
+
+    on,
+
+    async close() {
+      await engine.close();
+      await db.close();
+    },
+  };
+
+  async function receiptsOf(ids: readonly string[] | null): Promise<VisitReceipt[]> {
+    const rows = await receiptRows(db, ids);
+    const unconfirmed = new Set((await unconfirmedDrafts(db)).map((d) => d.slice('visit/'.length, -'/soap'.length)));
+    const all = new Map(rows.map((r) => [r.schedule_uuid, r]));
+    for (const uuid of unconfirmed) if ((ids === null || ids.includes(uuid)) && !all.has(uuid)) all.set(uuid, { schedule_uuid: uuid, pending: 0, acked_at: null });
+    return [...all.values()].map((r) => {
+      const draftOnDeviceOnly = unconfirmed.has(r.schedule_uuid);
+      return {
+        scheduleUuid: r.schedule_uuid,
+        state: r.pending > 0 || draftOnDeviceOnly ? 'on_device' : r.acked_at ? 'acknowledged' : 'none',
+        pendingMutations: r.pending,
+        draftOnDeviceOnly,
+        lastAcknowledgedAt: r.acked_at,
+      };
+    });
+  }
+}
+
+export type { Y };

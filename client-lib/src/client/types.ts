@@ -1,0 +1,157 @@
+/** The offline client's public surface (see create-client.ts for the behaviour). */
+import type * as Y from 'yjs';
+import type { MutationArgs } from '@fieldchart/schema/sync';
+import type { FetchLike, RestClient, SignInBody, SignInResult } from '../rest/index.ts';
+import type { WebSocketConstructor } from '../platform/websocket.ts';
+import type { Patient, Visit } from '../model/views.ts';
+import type { Rejection } from '../storage/outbox.ts';
+import type { BackoffOptions } from '../sync/backoff.ts';
+import type { SoapSection } from '../sync/drafts.ts';
+import type { SyncEvents } from '../sync/sync-engine.ts';
+import type { SyncStatus } from '../sync/status.ts';
+
+/** Options of {@link createFieldchartClient}. */
+export interface FieldchartClientOptions {
+  /** The API's origin, e.g. `https://api.fieldchart.example` (the sync socket is derived: wss://…/api/therapist/v1/sync). */
+  readonly baseUrl: string;
+  /**
+   * Where the device database lives: `memory://` (nothing kept; tests), a directory path
+   * (Node), or `idb://<name>` (IndexedDB, browsers).
+   */
+  readonly dataDir: string;
+  /** A WebSocket implementation; defaults to the platform's (`ws` in Node, the global elsewhere). */
+  readonly WebSocket?: WebSocketConstructor;
+  /** Overrides the sync socket URL derived from `baseUrl`. */
+  readonly syncUrl?: string;
+  /** Defaults to the global `fetch`. */
+  readonly fetch?: FetchLike;
+  /** IANA zone deciding "today" for `visits.today()`; defaults to the device's. */
+  readonly timeZone?: string;
+  /** Reconnect and retry delays (exponential, with jitter). Default 500 ms doubling to 30 s. */
+  readonly backoff?: BackoffOptions;
+  /**
+   * How long a `note.submit` waits for the server to confirm it holds the draft before it
+   * carries the device's section texts itself. Default 15 000 ms.
+   */
+  readonly submitWaitMs?: number;
+}
+
+/** Where a visit's local changes stand. */
+export interface VisitReceipt {
+  readonly scheduleUuid: string;
+  /**
+   * `on_device`: some changes exist only on this device (queued writes or draft edits);
+   * `acknowledged`: the server has acknowledged every write made here; `none`: nothing was
+   * written about this visit on this device.
+   */
+  readonly state: 'on_device' | 'acknowledged' | 'none';
+  /** Queued writes not yet acknowledged. */
+  readonly pendingMutations: number;
+  /** The draft has edits the server is not known to have. */
+  readonly draftOnDeviceOnly: boolean;
+  /** Device time of the last acknowledgement of a write about this visit. */
+  readonly lastAcknowledgedAt: string | null;
+}
+
+export type ScheduleVisitBody = MutationArgs<'visit.schedule'>;
+export type TimerEventInput = MutationArgs<'visit.timer_events'>['events'][number];
+export type MileageInput = Omit<MutationArgs<'visit.mileage'>['mileage'], 'recorded_at'> & { readonly recorded_at?: string };
+export type CreatePatientBody = MutationArgs<'patient.create'>;
+export type UpdatePatientBody = Omit<MutationArgs<'patient.update'>, 'uuid'>;
+export type SubmitNoteBody = Pick<MutationArgs<'note.submit'>, 'vital_signs' | 'signature'>;
+
+/** A queued write: its place in the outbox. */
+export interface QueuedWrite {
+  readonly mutationId: number;
+}
+
+/** The Fieldchart offline client. Every read is local; every write is queued and shown at once. */
+export interface FieldchartClient {
+  /** The typed REST client, authenticated with the stored session (refreshed on 401). */
+  readonly rest: RestClient;
+  /** Signs in (REST), stores the tokens on the device and starts syncing. Throws the REST errors; {@link OutboxNotEmptyError} if another user's unsynced work is on the device. */
+  signIn(body: SignInBody): Promise<SignInResult>;
+  /** Starts a session from a token pair obtained elsewhere (e.g. registration). */
+  signInWithTokens(pair: { token: string; refresh_token: string; expires_in: number }): Promise<void>;
+  /**
+   * Ends the session and clears the device's data. Throws {@link OutboxNotEmptyError} while
+   * writes or draft edits exist only on this device, unless `force` (which discards them).
+   */
+  signOut(options?: { force?: boolean }): Promise<void>;
+
+  readonly visits: {
+    /** Today's visits (not cancelled), by start time. `date` overrides "today". */
+    today(options?: { date?: string }): Promise<Visit[]>;
+    /** Scheduled and in-progress visits after today (within `days` if given), by date and time. */
+    upcoming(options?: { after?: string; days?: number }): Promise<Visit[]>;
+    /** One visit with its note (once completed), or null if this device does not have it. */
+    get(scheduleUuid: string): Promise<Visit | null>;
+    /** Schedules a visit (mutation `visit.schedule`); the id is generated here. */
+    schedule(body: Omit<ScheduleVisitBody, 'uuid'> & { uuid?: string }): Promise<{ uuid: string }>;
+    /** Records timer events (`visit.timer_events`); the sequence is checked here first ({@link InvalidWriteError}). */
+    recordTimerEvents(scheduleUuid: string, events: TimerEventInput[]): Promise<QueuedWrite>;
+    /** Sets the mileage (`visit.mileage`), stamped with the device time (last writer wins). */
+    setMileage(scheduleUuid: string, mileage: MileageInput): Promise<QueuedWrite>;
+    /** Whether the visit's local changes are still only on this device. */
+    receipt(scheduleUuid: string): Promise<VisitReceipt>;
+    /** Receipts of every visit written about on this device. */
+    receipts(): Promise<VisitReceipt[]>;
+  };
+
+  readonly patients: {
+    list(): Promise<Patient[]>;
+    get(uuid: string): Promise<Patient | null>;
+    /** Creates a patient with an open referral (`patient.create`); both ids generated here. */
+    create(body: Omit<CreatePatientBody, 'uuid' | 'referral_uuid'> & { uuid?: string; referral_uuid?: string }): Promise<{ uuid: string; referral_uuid: string }>;
+    update(uuid: string, body: UpdatePatientBody): Promise<QueuedWrite>;
+  };
+
+  readonly drafts: {
+    /**
+     * The visit's SOAP draft: a Y.Doc with a `Y.Text` per section (`doc.getText('plan')`),
+     * kept on the device and synced while online. The same Y.Doc until `close`.
+     */
+    open(scheduleUuid: string): Promise<Y.Doc>;
+    /** The app left the note screen; do not use the Y.Doc afterwards. Unsynced edits still upload. */
+    close(scheduleUuid: string): Promise<void>;
+    readonly sections: readonly SoapSection[];
+    /** The draft's document name on the server (`visit/<uuid>/soap`). */
+    nameOf(scheduleUuid: string): string;
+  };
+
+  readonly notes: {
+    /**
+     * Submits the visit's note (`note.submit`) without section texts: the server takes them
+     * from its copy of the draft, which is synced before the submission is sent.
+     */
+    submit(scheduleUuid: string, body?: SubmitNoteBody): Promise<QueuedWrite>;
+  };
+
+  readonly sync: {
+    /** The current snapshot (a new object on every change). */
+    readonly status: SyncStatus;
+    /** Subscribes to `status`, `change`, `ack` or `rejection`; answers the unsubscribe function. */
+    on<K extends keyof SyncEvents>(event: K, listener: (payload: SyncEvents[K]) => void): () => void;
+    /**
+     * Resolves when every write has been acknowledged and the last `synced` came after all
+     * the server sent (the device is current). Waits through being offline; rejects when the
+     * client stops (sign-out, superseded, close) or after `timeoutMs`.
+     */
+    whenSynced(options?: { timeoutMs?: number }): Promise<void>;
+    /** Drops the socket and reconnects (with backoff). */
+    reconnect(): void;
+  };
+
+  /** Writes the server refused: rolled back here, kept until dismissed so the app can show them. */
+  readonly rejections: {
+    list(): Promise<Rejection[]>;
+    dismiss(mutationIds?: readonly number[]): Promise<void>;
+    on(listener: (rejection: Rejection) => void): () => void;
+  };
+
+  /** Same as `sync.on`. */
+  on<K extends keyof SyncEvents>(event: K, listener: (payload: SyncEvents[K]) => void): () => void;
+
+  /** Stops syncing and closes the device database (the outbox stays for the next start). */
+  close(): Promise<void>;
+}

@@ -1,0 +1,132 @@
+/**
+ * The server's rows on the device, written only by the change feed. A feed unit (the batches
+ * up to one carrying a checkpoint, or up to `synced`) is staged, then applied together with
+ * its cursor in one local transaction: a crash or a dropped socket leaves the previous unit
+ * and its cursor, from which the server resumes.
+ */
+import type { Change } from '@fieldchart/schema/sync';
+import type { LocalDb, Queryable } from './local-db.ts';
+import { deleteMeta, setMeta } from './meta.ts';
+
+/** Tables whose rows belong to one visit (`schedule_uuid`), pruned with it. */
+const VISIT_CHILD_TABLES = ['timer_events', 'soap_notes', 'visit_mileage', 'ai_status'];
+
+export async function stageReset(db: Queryable): Promise<void> {
+  await db.query(`insert into feed_staging (kind) values ('reset')`);
+}
+
+export async function stageChanges(db: Queryable, changes: readonly Change[]): Promise<void> {
+  if (changes.length === 0) return;
+  await db.query(`insert into feed_staging (kind, change) select 'change', c from jsonb_array_elements($1::jsonb) as c`, [JSON.stringify(changes)]);
+}
+
+/** Forgets a half-received unit (the socket dropped): the server resends it from the cursor. */
+export async function clearStaging(db: Queryable): Promise<void> {
+  await db.query('delete from feed_staging');
+}
+
+/**
+ * Applies the staged unit plus `changes`, and stores `cursor` (and `syncedAt`, on `synced`),
+ * in one local transaction. Answers how many changes were applied.
+ */
+export async function commitUnit(db: LocalDb, changes: readonly Change[], cursor: string, syncedAt: string | null): Promise<number> {
+  return db.transaction(async (tx) => {
+    const staged = await tx.query<{ kind: 'reset' | 'change'; change: Change | null }>('select kind, change from feed_staging order by seq');
+    let reset = false;
+    let unit: Change[] = [];
+    for (const s of staged) {
+      if (s.kind === 'reset') {
+        // A reset mid-unit makes what came before it moot.
+        reset = true;
+        unit = [];
+      } else if (s.change) unit.push(s.change);
+    }
+    unit.push(...changes);
+    if (reset) await tx.query('delete from feed_rows');
+    await applyChanges(tx, unit);
+    await tx.query('delete from feed_staging');
+    await setMeta(tx, 'cursor', cursor);
+    if (syncedAt !== null) await setMeta(tx, 'last_synced_at', syncedAt);
+    return unit.length;
+  });
+}
+
+/** Whether a unit is half received (staged but not committed). */
+export async function hasStaged(db: Queryable): Promise<boolean> {
+  const rows = await db.query<{ n: number }>('select count(*)::int as n from feed_staging');
+  return (rows[0]?.n ?? 0) > 0;
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
+async function applyChanges(tx: Queryable, changes: readonly Change[]): Promise<void> {
+  // Each change is a row's whole state: per row, the last one wins.
+  const last = new Map<string, Change>();
+  for (const c of changes) {
+    const key = `${c.table}\u0000${c.id}`;
+    last.delete(key); // keep insertion order = order of the last change
+    last.set(key, c);
+  }
+  const upserts: Record<string, unknown>[] = [];
+  const deletes: { tbl: string; id: string }[] = [];
+  for (const c of last.values()) {
+    if (c.op === 'delete') {
+      deletes.push({ tbl: c.table, id: c.id });
+      continue;
+    }
+    const row = c.row;
+    upserts.push({
+      tbl: c.table,
+      id: c.id,
+      version: c.version,
+      row,
+      schedule_uuid: c.table === 'visits' ? c.id : str(row.schedule_uuid),
+      visit_date: c.table === 'visits' ? str(row.visit_date) : null,
+      patient_uuid: c.table === 'patients' ? c.id : str(row.patient_uuid),
+    });
+  }
+  if (deletes.length > 0) {
+    await tx.query(
+      `delete from feed_rows f using jsonb_to_recordset($1::jsonb) as d(tbl text, id text) where f.tbl = d.tbl and f.id = d.id`,
+      [JSON.stringify(deletes)],
+    );
+  }
+  if (upserts.length > 0) {
+    await tx.query(
+      `insert into feed_rows (tbl, id, version, row, schedule_uuid, visit_date, patient_uuid)
+       select tbl, id, version, row, schedule_uuid, visit_date, patient_uuid
+       from jsonb_to_recordset($1::jsonb) as x(tbl text, id text, version bigint, row jsonb, schedule_uuid text, visit_date text, patient_uuid text)
+       on conflict (tbl, id) do update set version = excluded.version, row = excluded.row, schedule_uuid = excluded.schedule_uuid,
+         visit_date = excluded.visit_date, patient_uuid = excluded.patient_uuid`,
+      [JSON.stringify(upserts)],
+    );
+  }
+}
+
+/**
+ * Stores the window from `welcome` and drops visits dated outside it with their events,
+ * notes, mileage and AI status (the server sends no deletes for those), in one transaction.
+ */
+export async function applyWindow(db: LocalDb, window: { from: string; to: string }): Promise<number> {
+  return db.transaction(async (tx) => {
+    await setMeta(tx, 'window', window);
+    const gone = await tx.query<{ id: string }>(
+      `delete from feed_rows where tbl = 'visits' and (visit_date < $1 or visit_date > $2) returning id`,
+      [window.from, window.to],
+    );
+    if (gone.length > 0) {
+      await tx.query(`delete from feed_rows where tbl = any($1::text[]) and schedule_uuid = any($2::text[])`, [
+        VISIT_CHILD_TABLES,
+        gone.map((g) => g.id),
+      ]);
+    }
+    return gone.length;
+  });
+}
+
+/** Forgets every synced row and the cursor (sign-out). */
+export async function clearFeed(tx: Queryable): Promise<void> {
+  await tx.query('delete from feed_rows');
+  await tx.query('delete from feed_staging');
+  await deleteMeta(tx, 'cursor', 'window', 'last_synced_at');
+}

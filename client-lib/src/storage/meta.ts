@@ -1,0 +1,51 @@
+/** Small named values of the device database (`meta` table). */
+import type { Queryable } from './local-db.ts';
+
+/** The keys, and what each holds. */
+export interface MetaValues {
+  /** UUID generated once per install: names this device's mutation stream. */
+  client_id: string;
+  /** The next mutation id to hand out; never goes backwards, not even on sign-out. */
+  next_mutation_id: number;
+  /** The signed-in session (tokens survive restarts). */
+  session: StoredSession;
+  /** The user whose data the local tables hold. */
+  user_id: string;
+  /** The last feed checkpoint stored; absent before the first complete sync. */
+  cursor: string;
+  /** The visit dates in scope, from the last `welcome`. */
+  window: { from: string; to: string };
+  /** When the device was last current (server time of the last `synced`). */
+  last_synced_at: string;
+}
+
+export interface StoredSession {
+  readonly token: string;
+  readonly refresh_token: string;
+  /** Device time the access token expires, ms since the epoch (from `expires_in`). */
+  readonly expires_at: number;
+  readonly user_id: string | null;
+  readonly email: string | null;
+}
+
+export async function getMeta<K extends keyof MetaValues>(q: Queryable, key: K): Promise<MetaValues[K] | null> {
+  const rows = await q.query<{ value: MetaValues[K] }>('select value from meta where key = $1', [key]);
+  return rows[0]?.value ?? null;
+}
+
+export async function setMeta<K extends keyof MetaValues>(q: Queryable, key: K, value: MetaValues[K]): Promise<void> {
+  await q.query('insert into meta (key, value) values ($1, $2::jsonb) on conflict (key) do update set value = excluded.value', [key, JSON.stringify(value)]);
+}
+
+export async function deleteMeta(q: Queryable, ...keys: (keyof MetaValues)[]): Promise<void> {
+  await q.query('delete from meta where key = any($1::text[])', [keys]);
+}
+
+/** The install's client id, created on first use. */
+export async function clientIdOf(q: Queryable): Promise<string> {
+  const existing = await getMeta(q, 'client_id');
+  if (existing) return existing;
+  const id = globalThis.crypto.randomUUID();
+  await setMeta(q, 'client_id', id);
+  return id;
+}

@@ -1,0 +1,218 @@
+/**
+ * The outbox: every local write, numbered by the device's strictly increasing mutation id.
+ * The counter lives in `meta` beside the entries, so it survives restarts with them and never
+ * goes backwards. Entries are `pending` until the server acknowledges them, then `acked` until
+ * the feed has brought the server's rows (they remain the optimistic overlay meanwhile).
+ */
+import type { MutationName } from '@fieldchart/schema/sync';
+import type { LocalDb, Queryable } from './local-db.ts';
+import { getMeta, setMeta } from './meta.ts';
+
+export interface OutboxEntry {
+  readonly mutation_id: number;
+  readonly name: MutationName;
+  readonly args: Record<string, unknown>;
+  /** What the device keeps beside the args to show the write (e.g. generated event ids). */
+  readonly local: Record<string, unknown>;
+  readonly client_time: string;
+  readonly schedule_uuid: string | null;
+  readonly state: 'pending' | 'acked';
+  readonly attempts: number;
+  readonly last_error: string | null;
+}
+
+/** A mutation the server refused, as the app sees it. */
+export interface Rejection {
+  readonly mutationId: number;
+  readonly name: MutationName;
+  readonly args: Record<string, unknown>;
+  /** The visit the write was about, if any. */
+  readonly scheduleUuid: string | null;
+  /** The REST terms: 4xx status, snake_case code, message, per-field messages. */
+  readonly status: number;
+  readonly code: string;
+  readonly message: string;
+  readonly errors: Record<string, string[]>;
+  readonly rejectedAt: string;
+}
+
+const COLUMNS = 'mutation_id, name, args, local, client_time, schedule_uuid, state, attempts, last_error';
+
+/** Appends a write; call inside the transaction that makes the write. Answers its mutation id. */
+export async function appendToOutbox(
+  tx: Queryable,
+  entry: { name: MutationName; args: Record<string, unknown>; local?: Record<string, unknown>; scheduleUuid: string | null; clientTime: string },
+): Promise<number> {
+  const id = (await getMeta(tx, 'next_mutation_id')) ?? 1;
+  await tx.query(
+    `insert into outbox (mutation_id, name, args, local, client_time, schedule_uuid) values ($1, $2, $3::jsonb, $4::jsonb, $5, $6)`,
+    [id, entry.name, JSON.stringify(entry.args), JSON.stringify(entry.local ?? {}), entry.clientTime, entry.scheduleUuid],
+  );
+  await setMeta(tx, 'next_mutation_id', id + 1);
+  return id;
+}
+
+/** Pending entries after `afterId`, oldest first. */
+export async function pendingEntries(db: Queryable, afterId: number, limit: number): Promise<OutboxEntry[]> {
+  return db.query<OutboxEntry>(`select ${COLUMNS} from outbox where state = 'pending' and mutation_id > $1 order by mutation_id limit $2`, [afterId, limit]);
+}
+
+/** Every entry still shown optimistically (pending and acked-not-settled), oldest first. */
+export async function overlayEntries(db: Queryable): Promise<OutboxEntry[]> {
+  return db.query<OutboxEntry>(`select ${COLUMNS} from outbox order by mutation_id`);
+}
+
+export async function pendingCount(db: Queryable): Promise<number> {
+  const rows = await db.query<{ n: number }>(`select count(*)::int as n from outbox where state = 'pending'`);
+  return rows[0]?.n ?? 0;
+}
+
+/**
+ * Marks an entry acknowledged and records the visit's receipt. `settleAfter`: the `synced`
+ * count after which the feed has surely brought the server's rows. Answers the entry, or null
+ * for an ack of nothing pending (a duplicate).
+ */
+export async function ackEntry(db: LocalDb, mutationId: number, result: unknown, settleAfter: number, at: string): Promise<OutboxEntry | null> {
+  return db.transaction(async (tx) => {
+    const [entry] = await tx.query<OutboxEntry>(
+      `update outbox set state = 'acked', result = $2::jsonb, acked_at = $3, settle_after_synced = $4, last_error = null
+       where mutation_id = $1 and state = 'pending' returning ${COLUMNS}`,
+      [mutationId, JSON.stringify(result ?? null), at, settleAfter],
+    );
+    if (!entry) return null;
+    if (entry.schedule_uuid) await recordReceipt(tx, entry.schedule_uuid, mutationId, at);
+    return entry;
+  });
+}
+
+async function recordReceipt(tx: Queryable, scheduleUuid: string, mutationId: number, at: string): Promise<void> {
+  await tx.query(
+    `insert into visit_receipts (schedule_uuid, last_acked_mutation_id, acked_at) values ($1, $2, $3)
+     on conflict (schedule_uuid) do update set last_acked_mutation_id = greatest(visit_receipts.last_acked_mutation_id, excluded.last_acked_mutation_id), acked_at = excluded.acked_at`,
+    [scheduleUuid, mutationId, at],
+  );
+}
+
+/**
+ * Removes a refused entry (which rolls its optimistic change back: the overlay no longer has
+ * it) and records the refusal, in one transaction. Null if the entry is gone already.
+ */
+export async function rejectEntry(
+  db: LocalDb,
+  r: { mutation_id: number; status: number; code: string; message: string; errors?: Record<string, string[]> | undefined },
+  at: string,
+): Promise<Rejection | null> {
+  return db.transaction(async (tx) => {
+    const [entry] = await tx.query<OutboxEntry>(`delete from outbox where mutation_id = $1 returning ${COLUMNS}`, [r.mutation_id]);
+    if (!entry) return null;
+    await tx.query(
+      `insert into rejections (mutation_id, name, args, schedule_uuid, status, code, message, errors, rejected_at)
+       values ($1, $2, $3::jsonb, $4, $5, $6, $7, $8::jsonb, $9) on conflict (mutation_id) do nothing`,
+      [entry.mutation_id, entry.name, JSON.stringify(entry.args), entry.schedule_uuid, r.status, r.code, r.message, JSON.stringify(r.errors ?? {}), at],
+    );
+    return {
+      mutationId: entry.mutation_id,
+      name: entry.name,
+      args: entry.args,
+      scheduleUuid: entry.schedule_uuid,
+      status: r.status,
+      code: r.code,
+      message: r.message,
+      errors: r.errors ?? {},
+      rejectedAt: at,
+    };
+  });
+}
+
+export async function listRejections(db: Queryable): Promise<Rejection[]> {
+  const rows = await db.query<{
+    mutation_id: number;
+    name: MutationName;
+    args: Record<string, unknown>;
+    schedule_uuid: string | null;
+    status: number;
+    code: string;
+    message: string;
+    errors: Record<string, string[]> | null;
+    rejected_at: string;
+  }>('select * from rejections order by mutation_id');
+  return rows.map((r) => ({
+    mutationId: r.mutation_id,
+    name: r.name,
+    args: r.args,
+    scheduleUuid: r.schedule_uuid,
+    status: r.status,
+    code: r.code,
+    message: r.message,
+    errors: r.errors ?? {},
+    rejectedAt: r.rejected_at,
+  }));
+}
+
+export async function dismissRejections(db: Queryable, mutationIds?: readonly number[]): Promise<void> {
+  if (mutationIds) await db.query('delete from rejections where mutation_id = any($1::bigint[])', [mutationIds]);
+  else await db.query('delete from rejections');
+}
+
+/** Notes a `retry` (or another transient failure) against the head entry. */
+export async function recordAttempt(db: Queryable, mutationId: number, error: string): Promise<void> {
+  await db.query('update outbox set attempts = attempts + 1, last_error = $2 where mutation_id = $1', [mutationId, error]);
+}
+
+/**
+ * On `welcome`: entries up to the server's `last_mutation_id` were processed (their acks were
+ * lost), so they are acknowledged now; acked entries settle at the next `synced`, whose feed
+ * run began after all of them committed. If the server has seen ids this device never handed
+ * out (its last id is not below our counter: a restored or copied database), the pending
+ * entries cannot have been processed: they are renumbered after the server's last id rather
+ * than dropped, keeping their order.
+ */
+export async function reconcileOnWelcome(db: LocalDb, lastMutationId: number, syncedCount: number, at: string): Promise<{ acked: number; renumbered: number }> {
+  return db.transaction(async (tx) => {
+    const next = (await getMeta(tx, 'next_mutation_id')) ?? 1;
+    let acked = 0;
+    let renumbered = 0;
+    if (lastMutationId >= next) {
+      const [range] = await tx.query<{ lo: number | null; n: number }>(`select min(mutation_id)::float8 as lo, count(*)::int as n from outbox where state = 'pending'`);
+      if (range && range.lo !== null) {
+        // New ids all exceed every old one, so the update never collides with itself.
+        await tx.query(`update outbox set mutation_id = mutation_id - $1 + $2 where state = 'pending'`, [range.lo, lastMutationId + 1]);
+        renumbered = range.n;
+      }
+      const [max] = await tx.query<{ m: number | null }>('select max(mutation_id)::float8 as m from outbox');
+      await setMeta(tx, 'next_mutation_id', Math.max(lastMutationId, max?.m ?? 0) + 1);
+    } else {
+      const done = await tx.query<{ mutation_id: number; schedule_uuid: string | null }>(
+        `update outbox set state = 'acked', acked_at = $2 where state = 'pending' and mutation_id <= $1 returning mutation_id, schedule_uuid`,
+        [lastMutationId, at],
+      );
+      for (const d of done) if (d.schedule_uuid) await recordReceipt(tx, d.schedule_uuid, d.mutation_id, at);
+      acked = done.length;
+    }
+    await tx.query(`update outbox set settle_after_synced = $1 where state = 'acked'`, [syncedCount + 1]);
+    return { acked, renumbered };
+  });
+}
+
+/** Drops acked entries the feed has caught up with. Answers how many. */
+export async function settleAcked(db: Queryable, syncedCount: number): Promise<number> {
+  const rows = await db.query(`delete from outbox where state = 'acked' and settle_after_synced <= $1 returning mutation_id`, [syncedCount]);
+  return rows.length;
+}
+
+/** Per visit: pending entries and the last acknowledgement. */
+export async function receiptRows(db: Queryable, scheduleUuids: readonly string[] | null): Promise<{ schedule_uuid: string; pending: number; acked_at: string | null }[]> {
+  return db.query(
+    `with p as (select schedule_uuid, count(*)::int as pending from outbox where state = 'pending' and schedule_uuid is not null group by schedule_uuid)
+     select coalesce(p.schedule_uuid, r.schedule_uuid) as schedule_uuid, coalesce(p.pending, 0) as pending, r.acked_at
+     from p full join visit_receipts r on r.schedule_uuid = p.schedule_uuid
+     where $1::text[] is null or coalesce(p.schedule_uuid, r.schedule_uuid) = any($1::text[])`,
+    [scheduleUuids],
+  );
+}
+
+export async function clearOutbox(tx: Queryable): Promise<void> {
+  await tx.query('delete from outbox');
+  await tx.query('delete from rejections');
+  await tx.query('delete from visit_receipts');
+}

@@ -1,0 +1,83 @@
+/**
+ * One socket to the sync endpoint: JSON text frames in and out, every incoming frame checked
+ * against the contract. Knows nothing of the protocol's meaning (sync-engine.ts) nor of
+ * reconnecting (the engine makes a new Connection each time).
+ */
+import { serverMessage, type ClientMessage, type ServerMessage } from '@fieldchart/schema/sync';
+import { OPEN, type WebSocketConstructor, type WebSocketLike } from '../platform/websocket.ts';
+
+export interface ConnectionHandlers {
+  onOpen(): void;
+  onMessage(message: ServerMessage): void;
+  /** A frame that is not a contract message: the engine drops the socket and resumes. */
+  onInvalid(reason: string): void;
+  /** Called once, however the socket ended (1006 when it never opened or dropped). */
+  onClose(code: number, reason: string): void;
+}
+
+export class Connection {
+  private readonly socket: WebSocketLike;
+  private ended = false;
+
+  constructor(WebSocketImpl: WebSocketConstructor, url: string, private readonly handlers: ConnectionHandlers) {
+    this.socket = new WebSocketImpl(url);
+    this.socket.onopen = () => {
+      if (!this.ended) this.handlers.onOpen();
+    };
+    this.socket.onmessage = (event) => {
+      if (this.ended) return;
+      const text = typeof event.data === 'string' ? event.data : null;
+      if (text === null) return this.handlers.onInvalid('binary frame');
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        return this.handlers.onInvalid('frame is not JSON');
+      }
+      const parsed = serverMessage.safeParse(json);
+      if (!parsed.success) {
+        const type = typeof json === 'object' && json !== null && 'type' in json ? String((json as { type: unknown }).type) : '?';
+        const where = parsed.error.issues.map((i) => i.path.join('.') || '(message)').slice(0, 5).join(', ');
+        return this.handlers.onInvalid(`'${type}' message does not match the contract (${where})`);
+      }
+      this.handlers.onMessage(parsed.data);
+    };
+    this.socket.onclose = (event) => this.end(event.code, event.reason);
+    // An error is always followed by close; the close carries what the engine needs.
+    this.socket.onerror = () => {};
+  }
+
+  get isOpen(): boolean {
+    return !this.ended && this.socket.readyState === OPEN;
+  }
+
+  /** Sends a message; false if the socket is not open (the caller resends after reconnecting). */
+  send(message: ClientMessage): boolean {
+    if (!this.isOpen) return false;
+    try {
+      this.socket.send(JSON.stringify(message));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Closes from this side; `onClose` follows at once with `code`. */
+  close(code = 1000, reason = ''): void {
+    try {
+      this.socket.close(code, reason);
+    } catch {
+      // already closing
+    }
+    this.end(code, reason);
+  }
+
+  private end(code: number, reason: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.socket.onopen = null;
+    this.socket.onmessage = null;
+    this.socket.onclose = null;
+    this.handlers.onClose(code, reason);
+  }
+}

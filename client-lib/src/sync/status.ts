@@ -1,0 +1,50 @@
+/**
+ * The sync state as one immutable snapshot, replaced (never mutated) on every change, so an
+ * app can compare snapshots by identity and render from the latest.
+ */
+
+/** A failure the client met in the background; it is state, never an unhandled rejection. */
+export interface SyncError {
+  /** Snake_case reason: a close-code name (`unauthorized`, `superseded`…), `network`, `refresh_failed`, `bad_message`, `invalid_feed_row`, `retry`… */
+  readonly code: string;
+  readonly message: string;
+  /** Device time, ISO 8601. */
+  readonly at: string;
+}
+
+/** Where the device stands with the server. */
+export interface SyncStatus {
+  /** A session (tokens) is stored. */
+  readonly signedIn: boolean;
+  /** The socket is open and the server said `welcome`. */
+  readonly connected: boolean;
+  /** Mutations are in flight. */
+  readonly uploading: boolean;
+  /** Feed batches are arriving. */
+  readonly downloading: boolean;
+  /** The last `synced` came after everything else the server sent: the local rows are current. */
+  readonly current: boolean;
+  /** Outbox entries the server has not acknowledged. */
+  readonly pending: number;
+  /** Server time of the last `synced` (kept across restarts), null before the first. */
+  readonly lastSyncedAt: string | null;
+  readonly lastError: SyncError | null;
+  /**
+   * Why the client stopped trying, when it did: `signed_out`, `unauthorized` (sign in again),
+   * `account_disabled`, `superseded` (this install connected elsewhere), `protocol_unsupported`
+   * (update the app), `closed`. Null while it syncs or retries.
+   */
+  readonly halted: string | null;
+}
+
+export const INITIAL_STATUS: SyncStatus = {
+  signedIn: false,
+  connected: false,
+  uploading: false,
+  downloading: false,
+  current: false,
+  pending: 0,
+  lastSyncedAt: null,
+  lastError: null,
+  halted: null,
+};

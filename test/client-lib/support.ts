@@ -1,0 +1,31 @@
+/** Shared set-up of the offline client's tests. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createFieldchartClient, type FieldchartClient } from '../../client-lib/src/index.ts';
+
+export function tempDataDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-client-'));
+}
+
+/** A client against `baseUrl`, with short backoffs so reconnects happen within a test. */
+export async function openClient(baseUrl: string, dataDir = 'memory://', extra: { submitWaitMs?: number } = {}): Promise<FieldchartClient> {
+  return createFieldchartClient({ baseUrl, dataDir, backoff: { initialMs: 40, maxMs: 400 }, ...extra });
+}
+
+export async function signedInClient(baseUrl: string, dataDir = 'memory://'): Promise<FieldchartClient> {
+  const client = await openClient(baseUrl, dataDir);
+  await client.signInWithTokens({ token: 'token-0', refresh_token: 'refresh-0', expires_in: 3600 });
+  return client;
+}
+
+export const uuid = () => crypto.randomUUID();
+
+/** A timer event body at `iso`. */
+export const ev = (event_type: 'start_travel' | 'arrive' | 'start_documentation' | 'complete', iso: string) => ({
+  event_type,
+  event_time: iso,
+  latitude: 41.925,
+  longitude: -87.652,
+  accuracy: 8,
+});

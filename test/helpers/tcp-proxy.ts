@@ -1,0 +1,63 @@
+/**
+ * A TCP proxy between a client and a server, to make "offline" real in tests: `cut()` drops
+ * every connection and refuses new ones (as a dead network would), `restore()` lets them
+ * through again. Bytes are relayed untouched (HTTP and websockets alike).
+ */
+import net from 'node:net';
+
+export interface TcpProxy {
+  /** `http://127.0.0.1:<port>`: point the client here instead of at the server. */
+  readonly url: string;
+  cut(): void;
+  restore(): void;
+  readonly isCut: boolean;
+  close(): Promise<void>;
+}
+
+export async function startTcpProxy(target: string): Promise<TcpProxy> {
+  const { hostname, port } = new URL(target);
+  const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
+  let cut = false;
+  const server = net.createServer((client) => {
+    if (cut) {
+      client.destroy();
+      return;
+    }
+    const upstream = net.connect(Number(port), hostname);
+    const pair = { client, upstream };
+    pairs.add(pair);
+    const end = () => {
+      pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address() as net.AddressInfo;
+  const cutAll = () => {
+    cut = true;
+    for (const p of pairs) {
+      p.client.destroy();
+      p.upstream.destroy();
+    }
+    pairs.clear();
+  };
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    cut: cutAll,
+    restore() {
+      cut = false;
+    },
+    get isCut() {
+      return cut;
+    },
+    async close() {
+      cutAll();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
