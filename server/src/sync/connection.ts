@@ -87,10 +87,10 @@ export class SyncConnection implements DraftPeer {
   }
 
   /** Resolves once the frame is handed to the OS: big feeds wait instead of piling up in memory. */
-  private sendAndDrain(message: ServerMessage): Promise<void> {
+  private sendAndDrain(message: ServerMessage | string): Promise<void> {
     return new Promise((resolve) => {
       if (this.socket.readyState !== this.socket.OPEN) return resolve();
-      this.socket.send(JSON.stringify(message), () => resolve());
+      this.socket.send(typeof message === 'string' ? message : JSON.stringify(message), () => resolve());
     });
   }
 
@@ -136,6 +136,8 @@ export class SyncConnection implements DraftPeer {
       while (this.inbox.length > 0 && this.state !== 'closed') {
         const head = this.inbox[0] as ClientMessage;
         if (head.type === 'mutation') {
+          // A note takes the draft's text: the draft messages before it must be stored first.
+          await this.draftsSettled();
           let n = 0;
           while (n < this.inbox.length && n < MUTATIONS_PER_TRANSACTION && this.inbox[n]?.type === 'mutation') n++;
           await this.applyMutations(this.inbox.splice(0, n) as MutationMessage[]);
@@ -158,13 +160,34 @@ export class SyncConnection implements DraftPeer {
         return this.hello(message);
       case 'auth':
         return this.reauthenticate(message.token);
+      // Draft messages keep their order in the drafts module (one lane per socket and
+      // document); not waiting for them here lets typing on one device reach the others while
+      // the previous keystroke is still being stored.
       case 'doc_open':
-        return this.hub.drafts.open(this, message.doc);
+        return this.track(this.hub.drafts.open(this, message.doc));
       case 'doc':
-        return this.hub.drafts.receive(this, message.doc, message.message);
+        return this.track(this.hub.drafts.receive(this, message.doc, message.message));
       case 'doc_close':
         return this.hub.drafts.close(this, message.doc);
     }
+  }
+
+  private readonly draftWork = new Set<Promise<void>>();
+
+  private track(work: Promise<void>): void {
+    const settled = work.then(
+      () => {},
+      (err: unknown) => {
+        this.hub.log.error({ err: safeError(err), connection: this.id }, 'sync draft message failed');
+        this.close('internal_error');
+      },
+    );
+    this.draftWork.add(settled);
+    void settled.then(() => this.draftWork.delete(settled));
+  }
+
+  private async draftsSettled(): Promise<void> {
+    while (this.draftWork.size > 0) await Promise.all([...this.draftWork]);
   }
 
   private async hello(message: HelloMessage): Promise<void> {
@@ -272,7 +295,11 @@ export class SyncConnection implements DraftPeer {
     const batches = batchesOf(result.changes);
     for (const [i, changes] of batches.entries()) {
       const last = i === batches.length - 1;
-      await this.sendAndDrain({ type: 'changes', changes, checkpoint: last ? result.cursor : null, more: !last });
+      // Each change is serialised once (batchesOf measured it that way); this is the frame of a
+      // `changes` message.
+      await this.sendAndDrain(
+        `{"type":"changes","changes":[${changes.join(',')}],"checkpoint":${JSON.stringify(last ? result.cursor : null)},"more":${!last}}`,
+      );
       if (this.state !== 'open') return;
     }
     this.cursor = result.cursor;
@@ -370,18 +397,20 @@ function rejectionOf(err: unknown, mutationId: number): Extract<ServerMessage, {
   return null;
 }
 
-function batchesOf(changes: Change[]): Change[][] {
-  const batches: Change[][] = [];
-  let current: Change[] = [];
+/** The changes serialised and cut into batches of at most 500 changes and 1 MiB. */
+function batchesOf(changes: Change[]): string[][] {
+  const batches: string[][] = [];
+  let current: string[] = [];
   let bytes = 0;
   for (const change of changes) {
-    const size = JSON.stringify(change).length;
+    const json = JSON.stringify(change);
+    const size = Buffer.byteLength(json);
     if (current.length > 0 && (current.length >= BATCH_CHANGES || bytes + size > BATCH_BYTES)) {
       batches.push(current);
       current = [];
       bytes = 0;
     }
-    current.push(change);
+    current.push(json);
     bytes += size;
   }
   // The checkpoint travels on the last batch, so a feed with no changes still sends one.

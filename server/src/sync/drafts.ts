@@ -21,7 +21,7 @@ import { docName, type ServerMessage } from '@fieldchart/schema/sync';
 import type { Db } from '../db/database.ts';
 import type { PhiCrypto } from '../security/phi-crypto.ts';
 import { safeError } from '../log-safety.ts';
-import { addsNothing, parseSyncMessage, step1Message, step2Message, updateMessage } from './drafts-messages.ts';
+import { addsNothing, parseSyncMessage, step1Message, step2Message, updateMessage, type SyncMessage } from './drafts-messages.ts';
 import { COMPACT_ABOVE, createDraftStore, parseDraftNotice, type DraftSections } from './drafts-store.ts';
 
 export { DRAFT_CHANNEL, COMPACT_ABOVE, type DraftSections } from './drafts-store.ts';
@@ -64,6 +64,11 @@ const ERROR_TEXT: Record<DocErrorCode, string> = {
 
 /** The origin of updates that came from the table (another node): fanned out to every local peer. */
 const FROM_STORE = Symbol('draft-store');
+
+/** The origin of a device's update that was relayed to these peers on arrival, before it was stored. */
+class Relayed {
+  constructor(readonly peers: ReadonlySet<unknown>) {}
+}
 
 interface LiveDoc {
   readonly visitId: string;
@@ -128,7 +133,8 @@ export function createDrafts(deps: { db: Db; phi: PhiCrypto; nodeId: string; log
       // Fan-out starts after the load: loaded content reaches peers through the sync steps.
       d.doc.on('update', (update: Uint8Array, origin: unknown) => {
         const message = updateMessage(update);
-        for (const p of d.peers) if (p !== origin) sendDoc(p, d.name, message);
+        const skip = origin instanceof Relayed ? origin.peers : new Set([origin]);
+        for (const p of d.peers) if (!skip.has(p)) sendDoc(p, d.name, message);
       });
     });
     return d;
@@ -202,12 +208,32 @@ export function createDrafts(deps: { db: Db; phi: PhiCrypto; nodeId: string; log
     });
   }
 
-  async function receiveMessage(peer: DraftPeer, visitId: string, name: string, messageBase64: string): Promise<void> {
+  /**
+   * Relays a device's update to the other devices at once, ahead of storing it: typing
+   * reaches them without waiting for a commit (or for the store of the previous keystroke).
+   * The server's own copy — its state vector, what step 2 answers, what a note takes — still
+   * changes only after the commit, so the server never tells a device an edit is safe before
+   * it is; if the store fails, the devices that have the edit send it again on their next sync.
+   */
+  function relay(d: LiveDoc, peer: DraftPeer, name: string, message: SyncMessage): Relayed | null {
+    if (message.kind === 'step1' || !d.peers.has(peer) || safely(() => addsNothing(d.doc, message.update), true)) return null;
+    const peers = new Set<unknown>([peer]);
+    const text = updateMessage(message.update);
+    for (const p of d.peers) {
+      if (p === peer) continue;
+      sendDoc(p, name, text);
+      peers.add(p);
+    }
+    return new Relayed(peers);
+  }
+
+  async function receiveMessage(peer: DraftPeer, visitId: string, name: string, messageBase64: string, early: Relayed | null): Promise<void> {
     const d = live.get(visitId);
     if (!d || !d.peers.has(peer)) return sendError(peer, name, 'not_found');
     const parsed = parseSyncMessage(messageBase64);
     if (!parsed.ok) return sendError(peer, name, parsed.code);
     const message = parsed.message;
+    const relayed = early ?? relay(d, peer, name, message);
     await enqueue(d, async () => {
       if (message.kind === 'step1') {
         let reply: string;
@@ -228,7 +254,7 @@ export function createDrafts(deps: { db: Db; phi: PhiCrypto; nodeId: string; log
         return sendError(peer, name, 'not_found');
       }
       d.stored++;
-      applySafely(d, message.update, peer, id);
+      applySafely(d, message.update, relayed ?? peer, id);
       // Every local socket left and came back while this was being stored: the new copy
       // may have loaded before the commit, and this node ignores its own notification.
       const current = live.get(visitId);
@@ -259,7 +285,11 @@ export function createDrafts(deps: { db: Db; phi: PhiCrypto; nodeId: string; log
     async receive(peer, name, messageBase64) {
       const visitId = visitIdOf(name);
       if (!visitId) return sendError(peer, name, 'not_found');
-      await inLane(peer, visitId, () => receiveMessage(peer, visitId, name, messageBase64));
+      // A document this socket already has open relays now; one still opening, in its lane.
+      const d = live.get(visitId);
+      const parsed = d?.peers.has(peer) ? parseSyncMessage(messageBase64) : null;
+      const early = d && parsed?.ok ? relay(d, peer, name, parsed.message) : null;
+      await inLane(peer, visitId, () => receiveMessage(peer, visitId, name, messageBase64, early));
     },
 
     close(peer, name) {

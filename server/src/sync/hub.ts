@@ -136,11 +136,11 @@ export function feedOf(services: Services) {
     unitOfWork: services.unitOfWork,
     phi: services.phi,
     async scopeOf(tx, userId) {
-      const [{ time_zone: timeZone }, seat, config] = [
-        await services.clinicianSettings.get(userId, tx),
-        await services.seatOf(userId),
-        await services.features.config({ userId, sessionId: '' }),
-      ];
+      const [{ time_zone: timeZone }, seat, config] = await Promise.all([
+        services.clinicianSettings.get(userId, tx),
+        services.seatOf(userId),
+        services.features.config({ userId, sessionId: '' }),
+      ]);
       const [org] = seat ? await tx.select({ id: organizations.id, name: organizations.name }).from(organizations).where(eq(organizations.id, seat.organizationId)) : [];
       return {
         timeZone,
