@@ -1,0 +1,305 @@
+/**
+ * The server side of the sync benches, in a process of their own (the load generator must not
+ * share their event loop): a real Fieldchart server started as the test suite starts it
+ * (support/server-pair.ts: PGlite, or PostgreSQL with BENCH_DATABASE_URL — a throwaway
+ * database created from it and dropped afterwards), and, with BENCH_SYNC_HOCUSPOCUS=1, two
+ * Hocuspocus servers for the draft fan-out comparison (in memory, and persisting to the same
+ * database). Everything listens on 127.0.0.1.
+ *
+ * The parent drives it over IPC: `{ ready: SyncServers }` once listening, then requests
+ * `{ rpc, cmd, args }` answered with `{ rpc, ok, result | error }` (seeding, the in-database
+ * baselines, CPU profiles of this process). `'stop'`, or the parent going away, closes all.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { and, eq, gte, isNull, lte, sql } from 'drizzle-orm';
+import { patientReferrals, patients, soapNotes, timerEvents, visitMileage, visits } from '@fieldchart/schema/db';
+import { startServerPair } from './server-pair.ts';
+import { sealPatient, openPatient } from '../../server/src/services/patients/patient-codec.ts';
+import { soapRecordOf, visitFieldsOf } from '../../server/src/services/visits/visit-records.ts';
+import { windowOf } from '../../server/src/sync/feed.ts';
+import { addDays } from '../../server/src/services/reports/visit-facts.ts';
+import { startHocuspocusPair, type HocuspocusPair } from './sync-hocuspocus.ts';
+
+export interface SyncServers {
+  readonly backend: 'pglite' | 'postgres';
+  /** Origin of the Fieldchart server. */
+  readonly apiOrigin: string;
+  readonly apiPrefix: string;
+  /** ws:// URL of the sync channel. */
+  readonly syncUrl: string;
+  /** ws:// URLs of the Hocuspocus servers, when BENCH_SYNC_HOCUSPOCUS=1. */
+  readonly hocuspocus: { readonly memory: string; readonly database: string } | null;
+}
+
+export interface Account {
+  readonly userId: string;
+  readonly token: string;
+}
+
+/** The IPC requests this process answers; see `rpc` in sync-peer.ts. */
+export interface SyncRpc {
+  /** `fieldchart seed --demo` (services.demoSeed through the operator operation), signed in. */
+  'seed-demo': { args: Record<string, never>; result: Account & { visits: number } };
+  /** A fresh registered clinician. */
+  register: { args: Record<string, never>; result: Account };
+  /**
+   * Bulk rows in one clinician's scope, PHI sealed with the server's key ring exactly as the
+   * services seal it: patients (each with an open referral), visits spread over the sync
+   * window, and `eventsPerVisit` timer events per visit (start_travel, arrive, …).
+   */
+  'seed-bulk': {
+    args: { userId: string; patients: number; visits: number; eventsPerVisit: number; withEvents?: boolean };
+    result: { rows: number; ms: number; patientIds: string[]; visitIds: string[] };
+  };
+  /** The initial-sync baseline: the feed's rows for `userId` (all but the one organization_config row) read by plain selects (and, with `open`, decrypted). */
+  'select-scope': { args: { userId: string; open: boolean }; result: { rows: number; ms: number } };
+  /** LISTEN/NOTIFY round trips on the server's database: pg_notify in a transaction → the listener has it. */
+  'notify-rtt': { args: { count: number; warmup: number }; result: { latenciesMs: number[] } };
+  'profile-start': { args: Record<string, never>; result: null };
+  /** Stops the CPU profile and writes it (a .cpuprofile, as node --cpu-prof writes). */
+  'profile-stop': { args: { file: string }; result: { file: string } };
+}
+
+if (!process.send) throw new Error('sync-servers runs as a child process of a bench script');
+
+const { backend, server, stop: stopPair } = await startServerPair();
+// Imported after the pair has set TEST_DATABASE_URL.
+const { API, newAccount } = await import('../../test/helpers/test-server.ts');
+const { operationContext, runOperation } = await import('../../server/src/admin/operations.ts');
+const { services, database } = server.runtime;
+const db = services.unitOfWork.db;
+const phi = services.phi;
+
+let hocuspocus: HocuspocusPair | null = null;
+if (process.env.BENCH_SYNC_HOCUSPOCUS === '1') hocuspocus = await startHocuspocusPair({ db, phi });
+
+let stopping: Promise<void> | null = null;
+const stop = () =>
+  (stopping ??= (async () => {
+    await hocuspocus?.close().catch((err: Error) => console.error(`closing hocuspocus: ${err.message}`));
+    await stopPair();
+  })());
+process.on('message', (m) => m === 'stop' && void stop());
+process.on('disconnect', () => void stop());
+
+const chunks = <T>(list: readonly T[], size: number): T[][] => {
+  const out: T[][] = [];
+  for (let i = 0; i < list.length; i += size) out.push(list.slice(i, i + size));
+  return out;
+};
+
+let session: Session | null = null;
+
+const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<SyncRpc[K]['result']> } = {
+  async 'seed-demo'() {
+    const seeded = (await runOperation(operationContext(services, database), 'seed.demo', {})) as {
+      email: string;
+      password: string;
+      user_uuid: string;
+      visits: { total: number };
+    };
+    const signIn = await server.api('POST', '/sign-in', { body: { email: seeded.email, password: seeded.password } });
+    const token = signIn.body?.data?.token as string | undefined;
+    if (!token) throw new Error(`demo sign-in failed: ${signIn.status}`);
+    return { userId: seeded.user_uuid, token, visits: seeded.visits.total };
+  },
+
+  async register() {
+    const res = await server.api('POST', '/register', { body: newAccount() });
+    if (res.status !== 200) throw new Error(`register failed: ${res.status}`);
+    return { userId: res.body.data.user.uuid as string, token: res.body.data.token as string };
+  },
+
+  async 'seed-bulk'({ userId, patients: nPatients, visits: nVisits, eventsPerVisit, withEvents = true }) {
+    const started = performance.now();
+    const { time_zone: timeZone } = await services.clinicianSettings.get(userId);
+    const window = windowOf(new Date(), timeZone);
+    // A day inside the window at each end: the window moves at midnight in the clinician's zone.
+    const firstDay = addDays(window.from, 1);
+    const days = Math.max(1, Math.round((Date.parse(window.to) - Date.parse(firstDay)) / 86_400_000));
+    const now = new Date();
+    const patientIds = Array.from({ length: nPatients }, () => randomUUID());
+    const referralIds = patientIds.map(() => randomUUID());
+    const visitIds = Array.from({ length: nVisits }, () => randomUUID());
+    let rows = 0;
+    await db.transaction(async (tx) => {
+      for (const part of chunks(patientIds.map((id, i) => ({ id, i })), 1000)) {
+        await tx.insert(patients).values(
+          part.map(({ id, i }) => ({
+            id,
+            ownerId: userId,
+            ...sealPatient(phi, id, {
+              first_name: `Bench${i}`,
+              last_name: `Patient${i}`,
+              email: `bench.patient${i}@example.test`,
+              phone: `614-555-${String(i % 10_000).padStart(4, '0')}`,
+              address: `${100 + (i % 900)} Bench St, Columbus, OH 43215`,
+            }),
+          })),
+        );
+        await tx.insert(patientReferrals).values(
+          part.map(({ id, i }) => ({
+            id: referralIds[i] as string,
+            patientId: id,
+            ownerId: userId,
+            discipline: 'PT',
+            diagnosisCodes: ['M17.11', 'Z96.651'],
+            referralSource: 'Bench General Hospital',
+            startOfCare: addDays(firstDay, -7),
+            orderedFrequency: '2w4',
+          })),
+        );
+        rows += part.length * 2;
+      }
+      for (const part of chunks(visitIds.map((id, i) => ({ id, i })), 1000)) {
+        await tx.insert(visits).values(
+          part.map(({ id, i }) => {
+            const p = i % Math.max(1, nPatients);
+            return {
+              id,
+              ownerId: userId,
+              patientId: patientIds[p] ?? null,
+              referralId: referralIds[p] ?? null,
+              visitDate: addDays(firstDay, i % days),
+              startTime: `${String(7 + (Math.floor(i / days) % 12)).padStart(2, '0')}:${String((Math.floor(i / days / 12) * 5) % 60).padStart(2, '0')}`,
+              addressEnc: phi.seal(`${100 + (p % 900)} Bench St, Columbus, OH 43215`, 'visits', 'address_enc', id),
+              notesEnc: phi.seal(i % 3 === 0 ? 'Call caregiver 15 minutes before arrival; side door.' : null, 'visits', 'notes_enc', id),
+            };
+          }),
+        );
+        rows += part.length;
+      }
+      if (withEvents && eventsPerVisit > 0) {
+        const types = ['start_travel', 'arrive', 'start_documentation', 'complete'] as const;
+        const events = visitIds.flatMap((visitId, i) =>
+          types.slice(0, eventsPerVisit).map((eventType, k) => ({
+            visitId,
+            ownerId: userId,
+            eventType,
+            eventTime: new Date(Date.parse(`${addDays(firstDay, i % days)}T12:00:00Z`) + k * 20 * 60_000),
+            latitude: 39.96 + (i % 100) / 10_000,
+            longitude: -82.99 - (i % 100) / 10_000,
+            accuracy: 8,
+            createdAt: now,
+          })),
+        );
+        for (const part of chunks(events, 2000)) {
+          await tx.insert(timerEvents).values(part);
+          rows += part.length;
+        }
+      }
+    });
+    // PostgreSQL's autovacuum would gather statistics after such a load; PGlite has no
+    // autovacuum and the server never runs ANALYZE, so by default it plans without them, as
+    // an embedded deployment does. BENCH_PGLITE_ANALYZE=1 gives PGlite statistics too.
+    if (database.kind === 'postgres' || process.env.BENCH_PGLITE_ANALYZE === '1') await db.execute(sql`analyze`);
+    return { rows, ms: performance.now() - started, patientIds, visitIds };
+  },
+
+  async 'select-scope'({ userId, open }) {
+    const started = performance.now();
+    const { time_zone: timeZone } = await services.clinicianSettings.get(userId);
+    const window = windowOf(new Date(), timeZone);
+    const inWindow = and(eq(visits.ownerId, userId), gte(visits.visitDate, window.from), lte(visits.visitDate, window.to), isNull(visits.deletedAt));
+    // The same rows as a first sync (feed.ts), in one read transaction, without the protocol.
+    const rows = await db.transaction(
+      async (tx) => {
+        const p = await tx.select().from(patients).where(and(eq(patients.ownerId, userId), isNull(patients.deletedAt)));
+        const r = await tx.select().from(patientReferrals).where(and(eq(patientReferrals.ownerId, userId), isNull(patientReferrals.deletedAt)));
+        const v = await tx.select().from(visits).where(inWindow);
+        const e = await tx
+          .select({ e: timerEvents })
+          .from(timerEvents)
+          .innerJoin(visits, eq(visits.id, timerEvents.visitId))
+          .where(and(eq(timerEvents.ownerId, userId), inWindow, isNull(timerEvents.deletedAt)));
+        const n = await tx
+          .select({ n: soapNotes })
+          .from(soapNotes)
+          .innerJoin(visits, eq(visits.id, soapNotes.visitId))
+          .where(and(eq(soapNotes.ownerId, userId), inWindow, isNull(soapNotes.deletedAt)));
+        const m = await tx
+          .select({ m: visitMileage })
+          .from(visitMileage)
+          .innerJoin(visits, eq(visits.id, visitMileage.visitId))
+          .where(and(eq(visitMileage.ownerId, userId), inWindow, isNull(visitMileage.deletedAt)));
+        if (open) {
+          for (const row of p) openPatient(phi, row);
+          for (const row of v) visitFieldsOf(phi, row);
+          for (const row of n) soapRecordOf(phi, row.n);
+        }
+        return p.length + r.length + v.length + e.length + n.length + m.length;
+      },
+      { isolationLevel: 'repeatable read', accessMode: 'read only' },
+    );
+    return { rows, ms: performance.now() - started };
+  },
+
+  async 'notify-rtt'({ count, warmup }) {
+    const channel = 'fieldchart_bench_rtt';
+    let waiting: ((payload: string) => void) | null = null;
+    const onPayload = (payload: string) => waiting?.(payload);
+    let unlisten: () => Promise<void>;
+    if (database.sql) unlisten = (await database.sql.listen(channel, onPayload)).unlisten;
+    else if (database.pglite) unlisten = await database.pglite.listen(channel, onPayload);
+    else throw new Error('no database to listen on');
+    const latenciesMs: number[] = [];
+    try {
+      for (let i = 0; i < warmup + count; i++) {
+        const payload = String(i);
+        const started = performance.now();
+        const received = new Promise<void>((resolve) => {
+          waiting = (p) => p === payload && resolve();
+        });
+        // The same path a data change takes: pg_notify inside a transaction, delivered on commit.
+        await db.transaction(async (tx) => {
+          await tx.execute(sql`select pg_notify(${channel}, ${payload})`);
+        });
+        await received;
+        if (i >= warmup) latenciesMs.push(performance.now() - started);
+      }
+    } finally {
+      waiting = null;
+      await unlisten();
+    }
+    return { latenciesMs };
+  },
+
+  async 'profile-start'() {
+    session = new Session();
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.setSamplingInterval', { interval: 200 });
+    await session.post('Profiler.start');
+    return null;
+  },
+
+  async 'profile-stop'({ file }) {
+    if (!session) throw new Error('no profile running');
+    const { profile } = await session.post('Profiler.stop');
+    session.disconnect();
+    session = null;
+    fs.writeFileSync(file, JSON.stringify(profile));
+    return { file };
+  },
+};
+
+process.on('message', (m: { rpc?: number; cmd?: keyof SyncRpc; args?: never }) => {
+  if (typeof m !== 'object' || m === null || m.rpc === undefined || !m.cmd) return;
+  const { rpc, cmd } = m;
+  const handler = handlers[cmd] as (args: unknown) => Promise<unknown>;
+  handler(m.args ?? {}).then(
+    (result) => process.send?.({ rpc, ok: true, result }),
+    (err: Error) => process.send?.({ rpc, ok: false, error: err.stack ?? err.message }),
+  );
+});
+
+const ready: SyncServers = {
+  backend,
+  apiOrigin: server.url,
+  apiPrefix: API,
+  syncUrl: `${server.url.replace(/^http/, 'ws')}${API}/sync`,
+  hocuspocus: hocuspocus ? { memory: hocuspocus.memoryUrl, database: hocuspocus.databaseUrl } : null,
+};
+process.send({ ready });

@@ -1,0 +1,125 @@
+/**
+ * Change propagation: a write through REST (PUT /visit/{uuid}/mileage, a newer recorded_at
+ * each time) → the `changes` message carrying it arriving at a connected, synced device's
+ * socket; one write at a time, p50/p99. Beside it, in the same run on the same database:
+ *
+ *   notify      the raw LISTEN/NOTIFY round trip: pg_notify in a transaction → the listener
+ *               has it (in the servers' process, on the server's own connection pool and
+ *               listener; PGlite: its in-process LISTEN) — the baseline
+ *   rest        the REST write alone: request → response
+ *   propagate   request → the device has the `changes` message (trigger's pg_notify on commit
+ *               → hub → feed query from the socket's cursor → frame)
+ *   after-response  the REST response → the `changes` frame (what propagation adds to the write)
+ *
+ * --quick (or BENCH_QUICK=1): 50 writes instead of 300. BENCH_CPU_PROF=<dir>: a CPU profile of
+ * the servers during the writes. PGlite by default, PostgreSQL with BENCH_DATABASE_URL.
+ * Output: a table, then one JSON line (last on stdout).
+ */
+import os from 'node:os';
+import { fmt, initialSync, latencies, machine, profiled, quick, ratio, startSyncServers, SyncPeer, table, type Latencies } from './support/sync-peer.ts';
+
+const WRITES = quick ? 50 : 300;
+const WARMUP = 20;
+
+const loadBefore = os.loadavg()[0] ?? 0;
+const child = await startSyncServers();
+try {
+  const s = child.servers;
+  const api = s.apiOrigin + s.apiPrefix;
+  process.stderr.write(`sync-propagation: ${s.backend}, ${WRITES} writes one at a time after ${WARMUP} warm-up, load ${fmt(os.loadavg()[0] ?? 0, 2)}\n`);
+  const user = await child.rpc('register', {});
+  const { visitIds } = await child.rpc('seed-bulk', { userId: user.userId, patients: 5, visits: 20, eventsPerVisit: 0, withEvents: false });
+  const visit = visitIds[0] as string;
+
+  process.stderr.write('  notify…\n');
+  const notify = latencies((await child.rpc('notify-rtt', { count: WRITES, warmup: WARMUP })).latenciesMs);
+
+  process.stderr.write('  propagate…\n');
+  const { cursor } = await initialSync(s.syncUrl, user.token);
+  const peer = await SyncPeer.connect(s.syncUrl);
+  const rest: number[] = [];
+  const propagate: number[] = [];
+  const afterResponse: number[] = [];
+  let unrelated = 0;
+  try {
+    // The device reconnects with its cursor: an empty feed, then it is live.
+    const first = peer.next('synced');
+    await peer.hello(user.token, cursor);
+    await first;
+    const headers = { authorization: `Bearer ${user.token}`, 'content-type': 'application/json', accept: 'application/json' };
+    const base = Date.now() - 3600_000;
+    await profiled(child, `sync-propagation-${s.backend}`, async () => {
+      for (let i = 0; i < WARMUP + WRITES; i++) {
+        const recordedAt = new Date(base + i * 1000).toISOString();
+        // The changes frame that carries this write, then the synced behind it (the device is current again).
+        let delivered = 0;
+        let off = () => {};
+        const synced = new Promise<void>((resolve) => {
+          off = peer.on((m) => {
+            if (!delivered && m.type === 'changes' && m.changes.some((c) => c.table === 'visit_mileage' && c.op === 'upsert' && c.row?.recorded_at === recordedAt)) {
+              delivered = performance.now();
+              return true;
+            }
+            if (delivered && m.type === 'synced') {
+              resolve();
+              return true;
+            }
+            return false;
+          });
+        });
+        const started = performance.now();
+        const res = await fetch(`${api}/visit/${visit}/mileage`, { method: 'PUT', headers, body: JSON.stringify({ total_miles: 10 + (i % 50), recorded_at: recordedAt }) });
+        await res.arrayBuffer();
+        if (!res.ok) throw new Error(`mileage write failed: ${res.status}`);
+        const responded = performance.now();
+        const timeout = setTimeout(() => process.stderr.write(`  write ${i}: no changes after 10 s\n`), 10_000);
+        await synced;
+        clearTimeout(timeout);
+        off();
+        if (i >= WARMUP) {
+          rest.push(responded - started);
+          propagate.push(delivered - started);
+          afterResponse.push(delivered - responded);
+        }
+      }
+    });
+    unrelated = peer.framesReceived;
+  } finally {
+    peer.close();
+  }
+
+  const rows: Array<[string, string, Latencies]> = [
+    ['notify', 'pg_notify in a tx → LISTEN callback', notify],
+    ['rest', 'PUT mileage → response', latencies(rest)],
+    ['propagate', 'PUT mileage → changes at the device', latencies(propagate)],
+    ['after-response', 'REST response → changes at the device', latencies(afterResponse)],
+  ];
+  console.log(
+    table(
+      ['path', 'what', 'n', 'p50 ms', 'p99 ms', 'mean ms', 'p50 vs notify', 'p99 vs notify'],
+      rows.map(([name, what, l]) => [name, what, String(l.n), fmt(l.p50, 2), fmt(l.p99, 2), fmt(l.mean, 2), ratio(l.p50, notify.p50), ratio(l.p99, notify.p99)]),
+    ),
+  );
+  console.log(
+    JSON.stringify({
+      bench: 'sync-propagation',
+      backend: s.backend,
+      quick,
+      writes: WRITES,
+      framesAtDevice: unrelated,
+      ...machine(loadBefore),
+      results: rows.map(([name, what, l]) => ({
+        path: name,
+        what,
+        n: l.n,
+        p50Ms: Number(l.p50.toFixed(3)),
+        p99Ms: Number(l.p99.toFixed(3)),
+        meanMs: Number(l.mean.toFixed(3)),
+        p50RatioToNotify: Number((l.p50 / notify.p50).toFixed(2)),
+        p99RatioToNotify: Number((l.p99 / notify.p99).toFixed(2)),
+      })),
+    }),
+  );
+} finally {
+  await child.stop();
+}

@@ -1,0 +1,231 @@
+/**
+ * Reconcile: a device comes back online with 1k, then 10k queued mutations and drains its
+ * outbox over the sync socket with up to 100 unacknowledged (the protocol's limit) — the time
+ * from hello (with the cursor it holds) to the last ack, and mutations/s. The live feed pokes
+ * that its own writes cause run meanwhile, as they would on a real reconnect.
+ *
+ * The outbox: for each visit, visit.timer_events start_travel, arrive, start_documentation,
+ * complete (one mutation each) and visit.mileage; one patient.create per ten mutations.
+ * Visits are seeded fresh for every phase (a clinician of its own, PHI sealed).
+ *
+ * Baseline in the same run: the same writes through the REST endpoints over HTTP keep-alive —
+ * `rest×10` with ten connections (each owns a tenth of the visits, so a visit's events stay in
+ * order) and, for 1k, `rest×1` one request at a time (an outbox drained over REST).
+ *
+ * --quick (or BENCH_QUICK=1): 200 and 1k. BENCH_CPU_PROF=<dir>: a CPU profile of the servers
+ * during the largest sync drain. PGlite by default, PostgreSQL with BENCH_DATABASE_URL.
+ * Output: a table, then one JSON line (last on stdout).
+ */
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import type { MutationName } from '@fieldchart/schema/sync';
+import { fmt, initialSync, machine, profiled, quick, ratio, startSyncServers, SyncPeer, table, type SyncChild } from './support/sync-peer.ts';
+
+const SIZES = quick ? [200, 1_000] : [1_000, 10_000];
+const IN_FLIGHT = 100;
+const REST_CONNECTIONS = 10;
+
+interface Mutation {
+  readonly name: MutationName;
+  readonly args: Record<string, unknown>;
+  /** The worker lane for REST: a visit's writes stay in order on one connection. */
+  readonly lane: number;
+}
+
+/** The outbox of `size` mutations over fresh visits of a fresh clinician. */
+async function outbox(child: SyncChild, size: number): Promise<{ token: string; mutations: Mutation[] }> {
+  const creates = Math.floor(size / 10);
+  const nVisits = Math.floor((size - creates) / 5);
+  const user = await child.rpc('register', {});
+  const { visitIds } = await child.rpc('seed-bulk', { userId: user.userId, patients: 20, visits: nVisits, eventsPerVisit: 0, withEvents: false });
+  const perVisit: Mutation[][] = visitIds.map((uuid, i) => {
+    const t0 = Date.now() - 3 * 3600_000 + i * 1000;
+    const at = (min: number) => new Date(t0 + min * 60_000).toISOString();
+    const where = { latitude: 39.96, longitude: -82.99, accuracy: 9 };
+    const lane = i % REST_CONNECTIONS;
+    const events = (['start_travel', 'arrive', 'start_documentation', 'complete'] as const).map((event_type, k) => ({
+      name: 'visit.timer_events' as const,
+      args: { schedule_uuid: uuid, events: [{ event_type, event_time: at([0, 15, 60, 75][k] as number), ...where }] },
+      lane,
+    }));
+    return [...events, { name: 'visit.mileage', args: { uuid, mileage: { total_miles: 12.4, travel_miles: 11.2, onsite_miles: 0.4, recorded_at: at(80) } }, lane }];
+  });
+  const mutations: Mutation[] = [];
+  let c = 0;
+  for (const [i, visit] of perVisit.entries()) {
+    mutations.push(...visit);
+    while (c < creates && c * perVisit.length <= i * creates) mutations.push(patientCreate(c++));
+  }
+  while (c < creates) mutations.push(patientCreate(c++));
+  while (mutations.length < size) mutations.push(patientCreate(c++));
+  return { token: user.token, mutations };
+}
+
+function patientCreate(i: number): Mutation {
+  return {
+    name: 'patient.create',
+    args: {
+      uuid: randomUUID(),
+      referral_uuid: randomUUID(),
+      first_name: `Queued${i}`,
+      last_name: 'Patient',
+      phone: '614-555-0199',
+      address: `${i} Offline Rd, Columbus, OH 43215`,
+      referral: { discipline: 'PT', diagnosis_codes: ['M17.11'], ordered_frequency: '2w4' },
+    },
+    lane: i % REST_CONNECTIONS,
+  };
+}
+
+interface Drained {
+  readonly ms: number;
+  readonly acks: number;
+  readonly rejects: number;
+  readonly firstReject: string | null;
+}
+
+/** Hello with the device's cursor, then the outbox with at most IN_FLIGHT unacknowledged; resolves on the last reply. */
+async function drainOverSync(url: string, token: string, mutations: readonly Mutation[]): Promise<Drained> {
+  const first = await initialSync(url, token);
+  const peer = await SyncPeer.connect(url);
+  try {
+    let sent = 0;
+    let replied = 0;
+    let acks = 0;
+    let rejects = 0;
+    let firstReject: string | null = null;
+    const started = performance.now();
+    const sendNext = () => {
+      const m = mutations[sent];
+      if (!m) return;
+      sent++;
+      peer.send({ type: 'mutation', mutation_id: sent, name: m.name, args: m.args, client_time: new Date().toISOString() });
+    };
+    const done = new Promise<void>((resolve, reject) => {
+      peer.on((m) => {
+        if (m.type === 'retry') reject(new Error(`mutation ${m.mutation_id}: retry after ${m.after_ms} ms`));
+        if (m.type !== 'ack' && m.type !== 'reject') return false;
+        replied++;
+        if (m.type === 'ack') acks++;
+        else {
+          rejects++;
+          firstReject ??= `${m.mutation_id}: ${m.status} ${m.code} ${m.message}`;
+        }
+        if (replied === mutations.length) resolve();
+        else sendNext();
+        return true;
+      });
+    });
+    const welcome = await peer.hello(token, first.cursor);
+    if (welcome.last_mutation_id !== 0) throw new Error(`a fresh device has last_mutation_id ${welcome.last_mutation_id}`);
+    for (let i = 0; i < IN_FLIGHT; i++) sendNext();
+    await done;
+    return { ms: performance.now() - started, acks, rejects, firstReject };
+  } finally {
+    peer.close();
+  }
+}
+
+/** The same writes through REST, `connections` requests at a time, each lane in order. */
+async function drainOverRest(api: string, token: string, mutations: readonly Mutation[], connections: number): Promise<Drained> {
+  const lanes: Mutation[][] = Array.from({ length: connections }, () => []);
+  for (const m of mutations) lanes[m.lane % connections]?.push(m);
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' };
+  let acks = 0;
+  let rejects = 0;
+  let firstReject: string | null = null;
+  const request = (m: Mutation): [string, string, unknown] => {
+    switch (m.name) {
+      case 'patient.create': {
+        const { uuid: _u, referral_uuid: _r, ...body } = m.args;
+        return ['POST', '/patient/create', body];
+      }
+      case 'visit.timer_events':
+        return ['POST', '/visit-timer-events', m.args];
+      case 'visit.mileage':
+        return ['PUT', `/visit/${String(m.args.uuid)}/mileage`, m.args.mileage];
+      default:
+        throw new Error(`no REST mapping for ${m.name}`);
+    }
+  };
+  const started = performance.now();
+  await Promise.all(
+    lanes.map(async (lane) => {
+      for (const m of lane) {
+        const [method, path, body] = request(m);
+        const res = await fetch(api + path, { method, headers, body: JSON.stringify(body) });
+        const text = await res.text();
+        if (res.ok) acks++;
+        else {
+          rejects++;
+          firstReject ??= `${method} ${path}: ${res.status} ${text.slice(0, 200)}`;
+        }
+      }
+    }),
+  );
+  return { ms: performance.now() - started, acks, rejects, firstReject };
+}
+
+const loadBefore = os.loadavg()[0] ?? 0;
+const child = await startSyncServers();
+try {
+  const s = child.servers;
+  const api = s.apiOrigin + s.apiPrefix;
+  process.stderr.write(`sync-reconcile: ${s.backend}, outboxes of ${SIZES.join(' and ')} mutations, ${IN_FLIGHT} in flight, load ${fmt(os.loadavg()[0] ?? 0, 2)}\n`);
+
+  // Warm-up: every path once, small.
+  {
+    const w = await outbox(child, 100);
+    await drainOverSync(s.syncUrl, w.token, w.mutations);
+    const r = await outbox(child, 100);
+    await drainOverRest(api, r.token, r.mutations, REST_CONNECTIONS);
+  }
+
+  const results: Array<{ size: number; path: string } & Drained> = [];
+  for (const size of SIZES) {
+    process.stderr.write(`  ${size}…\n`);
+    const a = await outbox(child, size);
+    results.push({ size, path: `rest×${REST_CONNECTIONS}`, ...(await drainOverRest(api, a.token, a.mutations, REST_CONNECTIONS)) });
+    if (size <= 1_000) {
+      const b = await outbox(child, size);
+      results.push({ size, path: 'rest×1', ...(await drainOverRest(api, b.token, b.mutations, 1)) });
+    }
+    const c = await outbox(child, size);
+    const drain = () => drainOverSync(s.syncUrl, c.token, c.mutations);
+    results.push({ size, path: 'sync', ...(size === SIZES.at(-1) ? await profiled(child, `sync-reconcile-${s.backend}-${size}`, drain) : await drain()) });
+  }
+
+  const baseOf = (size: number) => results.find((r) => r.size === size && r.path === `rest×${REST_CONNECTIONS}`)?.ms ?? Number.NaN;
+  console.log(
+    table(
+      ['outbox', 'path', 'ms', 'mutations/s', `time vs rest×${REST_CONNECTIONS}`, 'acks', 'rejects'],
+      results.map((r) => [String(r.size), r.path, fmt(r.ms), fmt((r.size / r.ms) * 1000, 0), ratio(r.ms, baseOf(r.size)), String(r.acks), String(r.rejects)]),
+    ),
+  );
+  const rejected = results.filter((r) => r.rejects > 0);
+  if (rejected.length > 0) {
+    process.stderr.write(`some writes were refused — the figures are not comparable: ${rejected.map((r) => `${r.path} ${r.firstReject}`).join('; ')}\n`);
+    process.exitCode = 1;
+  }
+  console.log(
+    JSON.stringify({
+      bench: 'sync-reconcile',
+      backend: s.backend,
+      quick,
+      inFlight: IN_FLIGHT,
+      restConnections: REST_CONNECTIONS,
+      ...machine(loadBefore),
+      results: results.map((r) => ({
+        mutations: r.size,
+        path: r.path,
+        ms: Number(r.ms.toFixed(1)),
+        mutationsPerSec: Math.round((r.size / r.ms) * 1000),
+        timeRatioToRest: Number((r.ms / baseOf(r.size)).toFixed(2)),
+        acks: r.acks,
+        rejects: r.rejects,
+      })),
+    }),
+  );
+} finally {
+  await child.stop();
+}
