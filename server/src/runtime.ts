@@ -99,6 +99,10 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       await app.ready();
     }
 
+    // Statistics the embedded database has no autovacuum to keep: refreshed after boot (not
+    // awaited: the server answers meanwhile) and hourly by the cleanup job.
+    void services.maintenance.analyzeEmbedded().catch((err: unknown) => app.log.warn({ err: safeError(err) }, 'analyze failed'));
+
     if (lock) {
       const admin = await startAdminSocket(adminSocketOf(config.dataDir), operationContext(services, database), app.log);
       cleanups.push(() => admin.close());

@@ -3,5 +3,10 @@ import { op } from './operation.ts';
 
 /** `fieldchart seed --demo`: the demo clinician and caseload (server/src/services/seed/). */
 export const seedOperations = {
-  'seed.demo': op(z.object({}), (ctx) => ctx.services.demoSeed.run(ctx.services)),
+  'seed.demo': op(z.object({}), async (ctx) => {
+    const seeded = await ctx.services.demoSeed.run(ctx.services);
+    // A bulk load: the embedded database plans the new rows from fresh statistics.
+    await ctx.services.maintenance.analyzeEmbedded();
+    return seeded;
+  }),
 } as const;

@@ -73,7 +73,7 @@ export function createServices(deps: ServiceDeps) {
     ...organizationServices,
     ...createVisitServices({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
     idempotency,
-    maintenance: createMaintenance({ db, clock, idempotency }),
+    maintenance: createMaintenance({ db, clock, idempotency, embedded: config.database.kind === 'pglite' }),
     /** The caller's organization seat, for audit contexts (http/audit-context.ts). */
     seatOf: (userId: string) => seatOf(db, userId),
     patients: createPatients({ db, clock, phi: deps.phi, audit }),

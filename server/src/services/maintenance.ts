@@ -13,9 +13,21 @@ export const RETENTION = {
   sentMailLogDays: 30,
 } as const;
 
-export function createMaintenance(deps: { db: Db; clock: Clock; idempotency: Idempotency }) {
+export function createMaintenance(deps: { db: Db; clock: Clock; idempotency: Idempotency; embedded: boolean }) {
   const { db, clock } = deps;
   return {
+    /**
+     * Refreshes the planner's statistics on the embedded database, which has no autovacuum:
+     * without them a clinician's feed query plans as if the tables were empty and scans
+     * everyone's rows (measured: 18.7 s against 2.0 s for 60k rows). PostgreSQL's autovacuum
+     * does this itself.
+     */
+    async analyzeEmbedded(): Promise<boolean> {
+      if (!deps.embedded) return false;
+      await db.execute(sql`analyze`);
+      return true;
+    },
+
     async purgeExpired(): Promise<Record<string, number>> {
       const now = clock.now().getTime();
       const before = (days: number) => new Date(now - days * DAY);
