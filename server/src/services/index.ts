@@ -53,7 +53,7 @@ export function createServices(deps: ServiceDeps) {
   const mail = createMailOutbox({ db, clock, transport: deps.mailTransport });
   const idempotency = createIdempotency({ db, clock, phi: deps.phi, ttlSeconds: config.limits.idempotencyTtlSeconds });
   const organizationServices = createOrganizationServices({ db, clock, config, sessions, throttle, mail });
-  const audit = createAuditLog({ db, clock });
+  const audit = createAuditLog({ db, clock, durably: unitOfWork.durably });
   const clinicianSettings = createClinicianSettings({ db, clock });
   return {
     config,

@@ -343,7 +343,7 @@ export class SyncConnection implements DraftPeer {
             continue;
           }
           try {
-            const result = await services.unitOfWork.transaction(() =>
+            const result = await services.unitOfWork.savepoint(() =>
               runMutation({ ...ctx, requestId: `sync:${this.id}:${m.mutation_id}` }, m.name, m.args),
             );
             replies.push({ type: 'ack', mutation_id: m.mutation_id, result: result ?? null });

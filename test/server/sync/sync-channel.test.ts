@@ -126,6 +126,15 @@ forEachBackend('sync channel', (backend) => {
 
     const [events] = await count(sql`select count(*)::int as n from timer_events where visit_id = ${visitId}`);
     assert.equal(events, 1, 'the duplicated mutation was applied once; the rejected one not at all');
+    // Each applied mutation is audited as a success; the rejected one as a failure, although
+    // its savepoint was rolled back.
+    const outcomes = await rows<{ request_id: string; outcome: string }>(
+      sql`select request_id, outcome from audit_log where actor_user_id = ${user.uuid} and request_id like 'sync:%' order by id`,
+    );
+    assert.deepEqual(
+      outcomes.map((o) => [o.request_id.split(':')[2], o.outcome]),
+      [['1', 'success'], ['2', 'success'], ['3', 'success'], ['4', 'invalid'], ['5', 'success'], ['6', 'success']],
+    );
     socket.close();
 
     // The server remembers what it processed: a reconnect says so, and replays are not applied.
@@ -246,6 +255,11 @@ forEachBackend('sync channel', (backend) => {
   async function referralOf(patientId: string): Promise<string> {
     const rows = await count(sql`select id::text as n from patient_referrals where patient_id = ${patientId}`);
     return rows[0] as unknown as string;
+  }
+
+  async function rows<T>(query: ReturnType<typeof sql>): Promise<T[]> {
+    const result = await server.runtime.database.db.execute(query);
+    return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
   }
 
   async function count(query: ReturnType<typeof sql>): Promise<number[]> {

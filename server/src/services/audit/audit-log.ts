@@ -36,8 +36,10 @@ function outcomeOf(err: unknown): AuditOutcome {
  * success inside the operation's own transaction (so it commits with it), a failure after
  * the rollback (so the denied or not-found attempt is still on record).
  */
-export function createAuditLog(deps: { db: Db; clock: Clock }) {
+export function createAuditLog(deps: { db: Db; clock: Clock; durably?: (write: (db: Db) => Promise<void>) => Promise<void> }) {
   const { db, clock } = deps;
+  /** A failure is recorded outside the transaction it rolled back, also inside a unit of work. */
+  const durably = deps.durably ?? ((write: (db: Db) => Promise<void>) => write(db));
 
   async function record(tx: Db, ctx: AuditContext, entry: AuditEntry, outcome: AuditOutcome): Promise<void> {
     await tx.insert(auditLog).values({
@@ -72,7 +74,9 @@ export function createAuditLog(deps: { db: Db; clock: Clock }) {
           return result;
         });
       } catch (err) {
-        await record(db, ctx, final, outcomeOf(err)).catch(() => {});
+        const outcome = outcomeOf(err);
+        // Best effort, as ever: a failure to record must not hide the error being reported.
+        await durably((d) => record(d, ctx, final, outcome).catch(() => {})).catch(() => {});
         throw err;
       }
     },
