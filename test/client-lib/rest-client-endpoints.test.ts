@@ -226,6 +226,12 @@ forEachBackend('client-lib REST client: every endpoint', (backend) => {
     });
     assert.match(recorded.message, /4 event\(s\) recorded/);
     assert.match((await api.visits.recordMileage(visitId, { total_miles: 14.2, travel_miles: 12, onsite_miles: 2.2 })).message, /Mileage saved/);
+    // The sync channel's HTTP fallback: an older mileage entry is acknowledged, not applied.
+    const applied = await api.sync.applyMutations({
+      client_id: randomUUID(),
+      mutations: [{ mutation_id: 1, name: 'visit.mileage', args: { uuid: visitId, mileage: { total_miles: 3, recorded_at: at(-60) } }, client_time: at(0) }],
+    });
+    assert.deepEqual(applied, { last_mutation_id: 1, results: [{ type: 'ack', mutation_id: 1, result: { applied: false } }] });
     const noted = await api.visits.submitNote({
       schedule_uuid: visitId,
       subjective: 'Less knee pain on stairs.',

@@ -42,6 +42,7 @@ import {
   verifyOtpResult,
   visit,
 } from '@fieldchart/schema/api';
+import { restMutationsResult } from '@fieldchart/schema/sync';
 import type { HttpMethod } from './transport.ts';
 
 /** What a success answers, and so what the client method returns. */
@@ -156,6 +157,7 @@ export const ENDPOINTS = {
   'visits.submitNote': message('POST', '/patient-referral-end-visit-note'),
   'visits.recordMileage': message('PUT', '/visit/:uuid/mileage'),
   'pushTokens.register': message('POST', '/register-fcm-token'),
+  'sync.applyMutations': data('POST', '/sync/mutations', restMutationsResult),
 
   // ---- dashboards and reports (reports.ts) -----------------------------------------------
   'reports.actionList': data('GET', '/dashboard-action-list', dashboardActionList),

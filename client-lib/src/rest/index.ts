@@ -112,4 +112,5 @@ export {
   type FieldErrors,
   type ResponseIssue,
 } from './errors.ts';
+export type { SyncApi, SyncMutationsBody, SyncMutationsResult } from './areas/sync.ts';
 export type { FetchLike, QueryValues, TokenSource, UnauthorizedHandler } from './transport.ts';

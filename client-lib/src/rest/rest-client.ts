@@ -19,6 +19,7 @@ import {
 } from './areas/organizations.ts';
 import { documentsApi, patientsApi, type DocumentsApi, type PatientsApi } from './areas/patients.ts';
 import { reportsApi, type ReportsApi } from './areas/reports.ts';
+import { syncApi, type SyncApi } from './areas/sync.ts';
 import { pushTokensApi, visitsApi, type PushTokensApi, type VisitsApi } from './areas/visits.ts';
 
 /** The path every endpoint lives under. */
@@ -70,6 +71,8 @@ export interface RestClient extends AccountsApi {
   readonly pushTokens: PushTokensApi;
   /** Dashboards and reports. */
   readonly reports: ReportsApi;
+  /** The sync channel's HTTP fallback for queued mutations. */
+  readonly sync: SyncApi;
 }
 
 /**
@@ -110,5 +113,6 @@ export function createRestClient(options: RestClientOptions): RestClient {
     visits: visitsApi(call),
     pushTokens: pushTokensApi(call),
     reports: reportsApi(call),
+    sync: syncApi(call),
   };
 }

@@ -147,3 +147,22 @@ export const serverMessage = z.discriminatedUnion('type', [
   docErrorMessage,
 ]);
 export type ServerMessage = z.infer<typeof serverMessage>;
+
+// The REST fallback of mutations (`POST /sync/mutations`): the same mutations and answers, for
+// a device whose network lets HTTP through but not websockets.
+
+export const restMutationsBody = z
+  .object({
+    client_id: uuid,
+    mutations: z.array(mutationMessage.omit({ type: true })).min(1).max(100),
+  })
+  .strict()
+  .meta({ id: 'SyncMutationsRequest' });
+
+export const restMutationsResult = z
+  .object({
+    /** The device's last processed mutation id after this request. */
+    last_mutation_id: z.number().int().min(0),
+    results: z.array(z.discriminatedUnion('type', [ackMessage, rejectMessage, retryMessage])),
+  })
+  .meta({ id: 'SyncMutationsResult' });

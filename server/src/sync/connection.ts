@@ -4,9 +4,7 @@
  * draft documents it has open.
  */
 import { randomUUID } from 'node:crypto';
-import { and, eq, sql } from 'drizzle-orm';
 import type { WebSocket } from 'ws';
-import { syncClients } from '@fieldchart/schema/db';
 import {
   CLOSE_CODES,
   PROTOCOL_VERSION,
@@ -16,13 +14,12 @@ import {
   type CloseCodeName,
   type ServerMessage,
 } from '@fieldchart/schema/sync';
-import { AppError, Invalid, TooMany } from '../errors.ts';
 import { safeError } from '../log-safety.ts';
 import type { SyncHubContext } from './hub.ts';
 import type { DraftPeer } from './drafts.ts';
 import { windowOf } from './feed.ts';
+import { applyMutationBatch, lastMutationIdOf, type BatchOutcome, type MutationDevice, type MutationMessage } from './apply-mutations.ts';
 
-type MutationMessage = Extract<ClientMessage, { type: 'mutation' }>;
 type HelloMessage = Extract<ClientMessage, { type: 'hello' }>;
 
 /** Changes per `changes` message, and bytes (docs: Limits). */
@@ -207,15 +204,7 @@ export class SyncConnection implements DraftPeer {
     this.clientId = message.client_id;
     this.cursor = message.cursor;
     const { services } = this.hub;
-    const db = services.unitOfWork.db;
-    await db
-      .insert(syncClients)
-      .values({ userId: this.userId, clientId: this.clientId })
-      .onConflictDoNothing();
-    const [client] = await db
-      .select({ last: syncClients.lastMutationId })
-      .from(syncClients)
-      .where(and(eq(syncClients.userId, this.userId), eq(syncClients.clientId, this.clientId)));
+    const lastMutationId = await lastMutationIdOf(services, this.userId, this.clientId);
     this.organizationId = (await services.seatOf(this.userId))?.organizationId ?? null;
     const { time_zone: timeZone } = await services.clinicianSettings.get(this.userId);
     if (this.state !== 'hello') return;
@@ -228,7 +217,7 @@ export class SyncConnection implements DraftPeer {
       protocol: PROTOCOL_VERSION,
       user_id: this.userId,
       server_time: now.toISOString(),
-      last_mutation_id: client?.last ?? 0,
+      last_mutation_id: lastMutationId,
       token_expires_at: claims.expiresAt.toISOString(),
       window: windowOf(now, timeZone),
     });
@@ -308,6 +297,10 @@ export class SyncConnection implements DraftPeer {
 
   // Mutations.
 
+  private device(): MutationDevice {
+    return { userId: this.userId, sessionId: this.sessionId, clientId: this.clientId, organizationId: this.organizationId, requestIdPrefix: `sync:${this.id}` };
+  }
+
   private async applyMutations(incoming: MutationMessage[]): Promise<void> {
     const { services, runMutation } = this.hub;
     let batch = incoming;
@@ -319,53 +312,9 @@ export class SyncConnection implements DraftPeer {
       this.retryingFrom = null;
       batch = batch.slice(resent);
     }
-    const replies: ServerMessage[] = [];
-    let closeWith: CloseCodeName | null = null;
+    let outcome: BatchOutcome;
     try {
-      await services.unitOfWork.transaction(async (tx) => {
-        replies.length = 0;
-        const state = await services.sessions.state(this.userId, this.sessionId);
-        if (state !== 'live') {
-          closeWith = state === 'disabled' ? 'account_disabled' : 'unauthorized';
-          return;
-        }
-        const [client] = await tx
-          .select({ last: syncClients.lastMutationId })
-          .from(syncClients)
-          .where(and(eq(syncClients.userId, this.userId), eq(syncClients.clientId, this.clientId)))
-          .for('update');
-        let last = client?.last ?? 0;
-        const ctx = { actorUserId: this.userId, organizationId: this.organizationId };
-        for (const m of batch) {
-          // Already processed (a lost ack, a replay, a duplicated frame): acknowledged, not applied.
-          if (m.mutation_id <= last) {
-            replies.push({ type: 'ack', mutation_id: m.mutation_id, result: { duplicate: true } });
-            continue;
-          }
-          try {
-            const result = await services.unitOfWork.savepoint(() =>
-              runMutation({ ...ctx, requestId: `sync:${this.id}:${m.mutation_id}` }, m.name, m.args),
-            );
-            replies.push({ type: 'ack', mutation_id: m.mutation_id, result: result ?? null });
-          } catch (err) {
-            const reject = rejectionOf(err, m.mutation_id);
-            if (!reject) throw err;
-            if (reject.type === 'retry') {
-              // Not the mutation's fault: it stays unprocessed, and so does everything after it.
-              replies.push(reject);
-              for (const rest of batch.slice(batch.indexOf(m) + 1)) replies.push({ ...reject, mutation_id: rest.mutation_id });
-              this.retryingFrom = m.mutation_id;
-              break;
-            }
-            replies.push(reject);
-          }
-          last = m.mutation_id;
-        }
-        await tx
-          .update(syncClients)
-          .set({ lastMutationId: last, updatedAt: sql`now()` })
-          .where(and(eq(syncClients.userId, this.userId), eq(syncClients.clientId, this.clientId)));
-      });
+      outcome = await applyMutationBatch(services, runMutation, this.device(), batch);
     } catch (err) {
       this.hub.log.warn({ err: safeError(err), connection: this.id }, 'sync mutations not applied; device told to retry');
       const after = 1000 + Math.floor(Math.random() * 2000);
@@ -373,28 +322,10 @@ export class SyncConnection implements DraftPeer {
       this.retryingFrom = Math.min(...batch.map((m) => m.mutation_id));
       return;
     }
-    if (closeWith) return this.close(closeWith, 'Session no longer valid');
-    for (const reply of replies) this.send(reply);
+    if (outcome.kind === 'session') return this.close(outcome.state === 'disabled' ? 'account_disabled' : 'unauthorized', 'Session no longer valid');
+    this.retryingFrom = outcome.retryFrom;
+    for (const reply of outcome.replies) this.send(reply);
   }
-}
-
-/** A refusal in the REST API's terms, a retry for a throttle, or null: not the mutation's fault. */
-function rejectionOf(err: unknown, mutationId: number): Extract<ServerMessage, { type: 'reject' | 'retry' }> | null {
-  if (err instanceof TooMany) {
-    const seconds = Number(err.headers['retry-after'] ?? '1');
-    return { type: 'retry', mutation_id: mutationId, after_ms: seconds * 1000 };
-  }
-  if (err instanceof AppError && err.statusCode >= 400 && err.statusCode < 500) {
-    return {
-      type: 'reject',
-      mutation_id: mutationId,
-      status: err.statusCode,
-      code: err.code,
-      message: err.message,
-      ...(err instanceof Invalid && Object.keys(err.errors).length > 0 ? { errors: err.errors } : {}),
-    };
-  }
-  return null;
 }
 
 /** The changes serialised and cut into batches of at most 500 changes and 1 MiB. */

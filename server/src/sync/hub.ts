@@ -4,7 +4,14 @@
  * nodes). Nodes share nothing else: every change is read from the database.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
+import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { envelope } from '@fieldchart/schema/api';
+import { restMutationsBody, restMutationsResult } from '@fieldchart/schema/sync';
+import { Unauthorized } from '../errors.ts';
+import { principalOf } from '../http/authentication.ts';
+import { errors, ok } from '../http/reply.ts';
+import { applyMutationBatch, lastMutationIdOf, type BatchOutcome, type MutationDevice } from './apply-mutations.ts';
 import { sql } from 'drizzle-orm';
 import type { Clock } from '../clock.ts';
 import { safeError } from '../log-safety.ts';
@@ -37,7 +44,7 @@ export interface SyncHubContext {
 
 export interface SyncHub {
   /** The websocket route, registered under the API prefix. */
-  readonly routes: FastifyPluginAsync;
+  readonly routes: FastifyPluginAsyncZod;
   /** Subscribes to the notification channels; call once the database is migrated. */
   start(): Promise<void>;
   /** Closes every socket with 1001 (the device reconnects elsewhere) and stops listening. */
@@ -99,9 +106,44 @@ export function createSyncHub(deps: { services: Services; notifications: Notific
     }
   };
 
-  const routes: FastifyPluginAsync = async (app) => {
+  const routes: FastifyPluginAsyncZod = async (app) => {
     app.get('/sync', { websocket: true, config: { public: true }, schema: { hide: true } }, (socket) => {
       new SyncConnection(socket, ctx);
+    });
+
+    app.post('/sync/mutations', {
+      schema: {
+        tags: ['Sync'],
+        summary: 'Apply queued mutations over HTTP (the sync channel’s fallback)',
+        description:
+          'For a device whose network passes HTTP but not websockets: the same mutations as the sync socket (docs/sync-protocol.md), in order, exactly once per client_id and mutation_id, each answered ack, reject (in the API’s error terms) or retry. At most 100 per request.',
+        body: restMutationsBody,
+        response: { 200: envelope(restMutationsResult), ...errors(401, 422) },
+      },
+      handler: async (req) => {
+        const principal = principalOf(req);
+        const device: MutationDevice = {
+          userId: principal.userId,
+          sessionId: principal.sessionId,
+          clientId: req.body.client_id,
+          organizationId: (await services.seatOf(principal.userId))?.organizationId ?? null,
+          requestIdPrefix: String(req.id),
+        };
+        const batch = req.body.mutations.map((m) => ({ type: 'mutation' as const, ...m }));
+        let outcome: BatchOutcome;
+        try {
+          outcome = await applyMutationBatch(services, runMutation, device, batch);
+        } catch (err) {
+          log.warn({ err: safeError(err) }, 'sync mutations over HTTP not applied; device told to retry');
+          const after = 1000 + Math.floor(Math.random() * 2000);
+          return ok({
+            last_mutation_id: await lastMutationIdOf(services, device.userId, device.clientId),
+            results: batch.map((m) => ({ type: 'retry' as const, mutation_id: m.mutation_id, after_ms: after })),
+          });
+        }
+        if (outcome.kind === 'session') throw new Unauthorized('Invalid or expired token', 'invalid_token');
+        return ok({ last_mutation_id: outcome.lastMutationId, results: outcome.replies });
+      },
     });
   };
 

@@ -184,6 +184,40 @@ forEachBackend('sync channel', (backend) => {
     socket.close();
   });
 
+  test('the HTTP fallback applies mutations on the same exactly-once counter as the socket', async () => {
+    const user = await clinician();
+    const clientId = randomUUID();
+    const now = new Date().toISOString();
+    const patientId = randomUUID();
+    const body = {
+      client_id: clientId,
+      mutations: [
+        { mutation_id: 1, name: 'patient.create', args: { uuid: patientId, first_name: 'Hal', last_name: 'Ward' }, client_time: now },
+        { mutation_id: 2, name: 'visit.schedule', args: { patient_uuid: randomUUID(), visit_date: today(), start_time: '08:00' }, client_time: now },
+      ],
+    };
+    const res = await server.api('POST', '/sync/mutations', { token: user.token, body });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.data.last_mutation_id, 2);
+    assert.equal(res.body.data.results[0].type, 'ack');
+    assert.equal(res.body.data.results[1].type, 'reject');
+    assert.equal(res.body.data.results[1].code, 'unknown_patient');
+    // Sent again (a lost response): acknowledged as duplicates, nothing applied twice.
+    const again = await server.api('POST', '/sync/mutations', { token: user.token, body });
+    assert.deepEqual(again.body.data.results.map((r: { result?: unknown }) => r.result), [{ duplicate: true }, { duplicate: true }]);
+    // The socket of the same device continues from there.
+    const { welcome, socket } = await helloSync(server, user.token, clientId);
+    assert.equal(welcome.last_mutation_id, 2);
+    socket.close();
+    const [patients] = await count(sql`select count(*)::int as n from patients where owner_id = ${user.uuid}`);
+    assert.equal(patients, 1);
+
+    assert.equal((await server.api('POST', '/sync/mutations', { body })).status, 401);
+    const bad = await server.api('POST', '/sync/mutations', { token: user.token, body: { client_id: clientId, mutations: [] } });
+    assert.equal(bad.status, 422);
+    assert.equal(bad.body.code, 'validation_failed');
+  });
+
   test('an invalid mutation is rejected in the contract error terms and counts as processed', async () => {
     const user = await clinician();
     const clientId = randomUUID();
