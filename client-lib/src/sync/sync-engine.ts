@@ -9,6 +9,7 @@ import {
   PROTOCOL_VERSION,
   closeCodeName,
   type ClientMessage,
+  type MutationName,
   type ServerMessage,
 } from '@fieldchart/schema/sync';
 import { FieldchartApiError, type RestClient } from '../rest/index.ts';
@@ -34,6 +35,11 @@ import { INITIAL_STATUS, type SyncError, type SyncStatus } from './status.ts';
 
 /** Mutations sent and not yet answered, at most (the protocol's limit per socket). */
 export const MAX_IN_FLIGHT = 100;
+/**
+ * Socket opens that failed in a row (no `welcome`) before the outbox is drained over HTTP
+ * instead (`POST /sync/mutations`): a network that passes HTTP but not websockets.
+ */
+export const HTTP_FALLBACK_AFTER = 2;
 
 export interface SyncEvents extends Record<string, unknown> {
   status: SyncStatus;
@@ -81,6 +87,8 @@ export class SyncEngine {
   private syncedCount = 0;
   private forceRefresh = false;
   private connecting = false;
+  private failedOpens = 0;
+  private httpUploading = false;
   private waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
 
   constructor(private readonly opts: SyncEngineOptions) {
@@ -141,6 +149,7 @@ export class SyncEngine {
     this.setStatus({ pending: await pendingCount(this.opts.db) });
     this.events.emit('change', { reason: 'write' });
     void this.pump();
+    void this.uploadOverHttp();
   }
 
   /** Resolves when the outbox is empty and the device is current (see SyncClient.whenSynced). */
@@ -288,7 +297,9 @@ export class SyncEngine {
         if (code !== CLOSE_CODES.normal || wasWelcomed) {
           this.fail(name ?? (code === 1006 ? 'network' : `closed_${code}`), reason || (code === 1006 ? 'connection lost' : `closed with ${code}`));
         }
+        if (!wasWelcomed) this.failedOpens++;
         this.scheduleReconnect();
+        void this.uploadOverHttp();
     }
   }
 
@@ -315,6 +326,7 @@ export class SyncEngine {
         await reconcileOnWelcome(db, m.last_mutation_id, this.syncedCount, new Date().toISOString());
         await clearStaging(db);
         this.welcomed = true;
+        this.failedOpens = 0;
         this.reconnectBackoff.reset();
         this.forceRefresh = false;
         this.inflight.clear();
@@ -449,6 +461,63 @@ export class SyncEngine {
       this.lastSentId = e.mutation_id;
     }
     this.setStatus({ uploading: this.inflight.size > 0 });
+  }
+
+  /**
+   * The outbox over HTTP while the socket cannot be opened: the same mutations, answered the
+   * same way, on the server's same exactly-once counter (so the socket, once back, sees them
+   * as duplicates). A retry answer, or a note waiting for its draft, ends the round; the next
+   * failed open or local write starts another.
+   */
+  private async uploadOverHttp(): Promise<void> {
+    if (this.httpUploading || this.failedOpens < HTTP_FALLBACK_AFTER || this.welcomed || !this.running || !this.session) return;
+    this.httpUploading = true;
+    const db = this.opts.db;
+    try {
+      const clientId = await clientIdOf(db);
+      for (;;) {
+        if (this.welcomed || !this.running || !this.session) return;
+        const mutations: { mutation_id: number; name: MutationName; args: Record<string, unknown>; client_time: string }[] = [];
+        for (const e of await pendingEntries(db, 0, MAX_IN_FLIGHT)) {
+          let args = e.args;
+          if (e.name === 'note.submit' && typeof e.args.schedule_uuid === 'string') {
+            const ready = await this.drafts.prepareForSubmit(e.args.schedule_uuid);
+            if (ready.kind === 'wait') break;
+            if (ready.kind === 'sections') args = { ...ready.sections, ...e.args };
+          }
+          mutations.push({ mutation_id: e.mutation_id, name: e.name as MutationName, args, client_time: e.client_time });
+        }
+        if (mutations.length === 0) return;
+        this.setStatus({ uploading: true });
+        const { results } = await this.opts.rest.sync.applyMutations({ client_id: clientId, mutations });
+        let retry = false;
+        for (const r of results) {
+          if (r.type === 'ack') {
+            const entry = await ackEntry(db, r.mutation_id, r.result, this.syncedCount + 2, new Date().toISOString());
+            if (entry) this.events.emit('ack', { mutationId: entry.mutation_id, name: entry.name, scheduleUuid: entry.schedule_uuid, result: r.result });
+          } else if (r.type === 'reject') {
+            const rejection = await rejectEntry(db, r, new Date().toISOString());
+            if (rejection) {
+              this.fail('rejected', `${rejection.name} (mutation ${rejection.mutationId}): ${rejection.code}`);
+              this.events.emit('rejection', rejection);
+            }
+          } else {
+            await recordAttempt(db, r.mutation_id, `retry after ${r.after_ms} ms`);
+            retry = true;
+            break;
+          }
+        }
+        this.setStatus({ pending: await pendingCount(db), uploading: false });
+        this.events.emit('change', { reason: 'ack' });
+        this.resolveWaiters();
+        if (retry) return;
+      }
+    } catch (err) {
+      this.fail('upload', err instanceof Error ? err.message : String(err));
+    } finally {
+      this.httpUploading = false;
+      this.setStatus({ uploading: this.inflight.size > 0 });
+    }
   }
 
   // ——— tokens ———
