@@ -60,11 +60,12 @@ export function createFeed(deps: FeedDeps) {
     async read(userId: string, cursorText: string | null, now: Date): Promise<FeedResult> {
       return deps.unitOfWork.transaction(
         async (tx) => {
-          // First statement of the transaction: this is the snapshot every read below sees.
-          const [taken] = rowsOf<{ snapshot: string }>(await tx.execute(sql`select pg_current_snapshot()::text as snapshot`));
+          // REPEATABLE READ: every statement of the transaction sees one snapshot, the one
+          // pg_current_snapshot() names, so it can be read alongside the scope (pipelined).
+          const [snapshotResult, scope] = await Promise.all([tx.execute(sql`select pg_current_snapshot()::text as snapshot`), deps.scopeOf(tx, userId)]);
+          const [taken] = rowsOf<{ snapshot: string }>(snapshotResult);
           if (!taken) throw new Error('pg_current_snapshot() answered no row');
           const current = taken.snapshot;
-          const scope = await deps.scopeOf(tx, userId);
           const window = windowOf(now, scope.timeZone);
           const scopeHash = shortHash({ userId, organizationId: scope.organizationId });
           const configHash = shortHash(scope.config);
