@@ -17,6 +17,13 @@ export interface MetaValues {
   window: { from: string; to: string };
   /** When the device was last current (server time of the last `synced`). */
   last_synced_at: string;
+  /**
+   * The refresh in progress: its Idempotency-Key, kept until its answer is stored. The server
+   * rotates the refresh token on first use; if the answer is lost (network cut, app killed),
+   * the retry with the same key gets that answer again instead of looking like token reuse,
+   * which would revoke the session with writes still in the outbox.
+   */
+  refresh_attempt: { refresh_token: string; key: string };
 }
 
 export interface StoredSession {

@@ -12,10 +12,10 @@ import {
   type MutationName,
   type ServerMessage,
 } from '@fieldchart/schema/sync';
-import { FieldchartApiError, type RestClient } from '../rest/index.ts';
+import { FieldchartApiError, newIdempotencyKey, type RestClient } from '../rest/index.ts';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
 import type { LocalDb } from '../storage/local-db.ts';
-import { clientIdOf, getMeta, setMeta, type StoredSession } from '../storage/meta.ts';
+import { clientIdOf, deleteMeta, getMeta, setMeta, type StoredSession } from '../storage/meta.ts';
 import { applyWindow, clearFeed, clearStaging, commitUnit, stageChanges, stageReset } from '../storage/feed-store.ts';
 import {
   ackEntry,
@@ -556,14 +556,21 @@ export class SyncEngine {
       const session = this.session;
       if (!session) throw new Error('not signed in');
       try {
-        const pair = await this.opts.rest.refresh({ refresh_token: session.refresh_token });
+        const stored = await getMeta(this.opts.db, 'refresh_attempt');
+        const attempt = stored?.refresh_token === session.refresh_token ? stored : { refresh_token: session.refresh_token, key: newIdempotencyKey() };
+        if (attempt !== stored) await setMeta(this.opts.db, 'refresh_attempt', attempt);
+        const pair = await this.opts.rest.refresh({ refresh_token: session.refresh_token }, { idempotencyKey: attempt.key });
         const next: StoredSession = { ...session, token: pair.token, refresh_token: pair.refresh_token, expires_at: Date.now() + pair.expires_in * 1000 };
         if (this.session !== session) return; // signed out or in again meanwhile
-        await setMeta(this.opts.db, 'session', next);
+        await this.opts.db.transaction(async (tx) => {
+          await setMeta(tx, 'session', next);
+          await deleteMeta(tx, 'refresh_attempt');
+        });
         this.session = next;
         this.forceRefresh = false;
       } catch (err) {
-        if (err instanceof FieldchartApiError && err.status >= 400 && err.status < 500 && err.status !== 429) {
+        // 409: the same refresh is still being answered (idempotency): not the end of the session.
+        if (err instanceof FieldchartApiError && err.status >= 400 && err.status < 500 && err.status !== 429 && err.status !== 409) {
           this.fail('unauthorized', `the session is over (${err.code}): sign in again`);
           await this.endSession('unauthorized');
         } else {
