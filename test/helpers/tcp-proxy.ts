@@ -10,12 +10,17 @@ export interface TcpProxy {
   readonly url: string;
   cut(): void;
   restore(): void;
+  /**
+   * Sends new connections to `target` from now on (a server restarted on another port), so the
+   * address the client knows stays the same. Open connections are left as they are.
+   */
+  retarget(target: string): void;
   readonly isCut: boolean;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(target: string): Promise<TcpProxy> {
-  const { hostname, port } = new URL(target);
+  let { hostname, port } = new URL(target);
   const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
   let cut = false;
   const server = net.createServer((client) => {
@@ -51,6 +56,9 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
     cut: cutAll,
     restore() {
       cut = false;
+    },
+    retarget(next) {
+      ({ hostname, port } = new URL(next));
     },
     get isCut() {
       return cut;
