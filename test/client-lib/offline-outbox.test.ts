@@ -94,7 +94,7 @@ test('at most 100 mutations are in flight unanswered; the rest follow as acks co
   }
 });
 
-test('a restart mid-upload resumes from the stored outbox: acks lost before the restart are not re-applied, ids keep increasing', async () => {
+test('a restart mid-upload resumes from the stored outbox: entries whose answers were lost are sent again and not re-applied, ids keep increasing', async () => {
   freshPeerState();
   const dir = tempDataDir();
   try {
@@ -118,8 +118,12 @@ test('a restart mid-upload resumes from the stored outbox: acks lost before the 
       assert.equal(second.sync.status.signedIn, true);
       await second.sync.whenSynced({ timeoutMs: 20_000 });
       assert.equal(peer.hellos.at(-1)?.client_id, clientId, 'one client id per install');
+      // Their answers were lost, so all three go again; the server answers the two it has as
+      // duplicates (not applied twice) and applies the third.
       const after = peer.frames.slice(before + 3);
-      assert.deepEqual(after.map((m) => m.mutation_id), [sent[2]?.mutation_id], 'only the unprocessed entry is sent again');
+      assert.deepEqual(after.map((m) => m.mutation_id), sent.map((m) => m.mutation_id), 'the unanswered entries are sent again, in order');
+      assert.deepEqual(peer.applied.filter((m) => m.args.last_name === 'Restart').map((m) => m.mutation_id), [sent[2]?.mutation_id], 'only the unprocessed one is applied');
+      assert.equal(second.sync.status.pending, 0);
       const { uuid: d } = await second.patients.create({ first_name: 'D', last_name: 'Restart' });
       await second.sync.whenSynced({ timeoutMs: 20_000 });
       const last = peer.frames.at(-1);

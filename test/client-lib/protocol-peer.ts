@@ -36,6 +36,8 @@ export class ProtocolPeer {
   /** Mutations applied (each id once), per client. */
   readonly applied: MutationMsg[] = [];
   readonly lastMutationId = new Map<string, number>();
+  /** Refusals by `<client id>:<mutation id>`, answered again on a replay. */
+  private readonly refused = new Map<string, Extract<MutationVerdict, { reject: unknown }>['reject']>();
   readonly upgradeUrls: string[] = [];
   readonly refreshCalls: string[] = [];
   readonly authTokens: string[] = [];
@@ -182,7 +184,12 @@ export class ProtocolPeer {
       case 'mutation': {
         this.frames.push(m);
         const last = this.lastMutationId.get(s.hello.client_id) ?? 0;
-        if (m.mutation_id <= last) return s.send({ type: 'ack', mutation_id: m.mutation_id, result: { duplicate: true } });
+        if (m.mutation_id <= last) {
+          // As the server does: a refused mutation replayed is refused again.
+          const refused = this.refused.get(`${s.hello.client_id}:${m.mutation_id}`);
+          if (refused) return s.send({ type: 'reject', mutation_id: m.mutation_id, ...refused });
+          return s.send({ type: 'ack', mutation_id: m.mutation_id, result: { duplicate: true } });
+        }
         // After a retry, nothing behind the retried id may be processed before it comes again:
         // it would move last_mutation_id past it, and the resent mutation would be taken for a
         // duplicate and never applied.
@@ -227,7 +234,10 @@ export class ProtocolPeer {
       return s.send({ type: 'retry', mutation_id: m.mutation_id, after_ms: verdict.retry });
     }
     this.lastMutationId.set(s.hello.client_id, Math.max(this.lastMutationId.get(s.hello.client_id) ?? 0, m.mutation_id));
-    if ('reject' in verdict) return s.send({ type: 'reject', mutation_id: m.mutation_id, ...verdict.reject });
+    if ('reject' in verdict) {
+      this.refused.set(`${s.hello.client_id}:${m.mutation_id}`, verdict.reject);
+      return s.send({ type: 'reject', mutation_id: m.mutation_id, ...verdict.reject });
+    }
     this.applied.push(m);
     s.send({ type: 'ack', mutation_id: m.mutation_id, result: verdict.ack });
   }

@@ -160,17 +160,18 @@ export async function recordAttempt(db: Queryable, mutationId: number, error: st
 }
 
 /**
- * On `welcome`: entries up to the server's `last_mutation_id` were processed (their acks were
- * lost), so they are acknowledged now; acked entries settle at the next `synced`, whose feed
- * run began after all of them committed. If the server has seen ids this device never handed
- * out (its last id is not below our counter: a restored or copied database), the pending
- * entries cannot have been processed: they are renumbered after the server's last id rather
- * than dropped, keeping their order.
+ * On `welcome`: entries up to the server's `last_mutation_id` were processed, but their
+ * answers were lost — applied or refused, the device cannot tell — so they stay pending and
+ * are sent again: the server answers each as it did the first time (an ack, or the same
+ * reject) without applying it twice. Acked entries settle at the next `synced`, whose feed run
+ * began after all of them committed. If the server has seen ids this device never handed out
+ * (its last id is not below our counter: a restored or copied database), the pending entries
+ * cannot have been processed: they are renumbered after the server's last id rather than
+ * dropped, keeping their order.
  */
-export async function reconcileOnWelcome(db: LocalDb, lastMutationId: number, syncedCount: number, at: string): Promise<{ acked: number; renumbered: number }> {
+export async function reconcileOnWelcome(db: LocalDb, lastMutationId: number, syncedCount: number): Promise<{ renumbered: number }> {
   return db.transaction(async (tx) => {
     const next = (await getMeta(tx, 'next_mutation_id')) ?? 1;
-    let acked = 0;
     let renumbered = 0;
     if (lastMutationId >= next) {
       const [range] = await tx.query<{ lo: number | null; n: number }>(`select min(mutation_id)::float8 as lo, count(*)::int as n from outbox where state = 'pending'`);
@@ -181,16 +182,9 @@ export async function reconcileOnWelcome(db: LocalDb, lastMutationId: number, sy
       }
       const [max] = await tx.query<{ m: number | null }>('select max(mutation_id)::float8 as m from outbox');
       await setMeta(tx, 'next_mutation_id', Math.max(lastMutationId, max?.m ?? 0) + 1);
-    } else {
-      const done = await tx.query<{ mutation_id: number; schedule_uuid: string | null }>(
-        `update outbox set state = 'acked', acked_at = $2 where state = 'pending' and mutation_id <= $1 returning mutation_id, schedule_uuid`,
-        [lastMutationId, at],
-      );
-      for (const d of done) if (d.schedule_uuid) await recordReceipt(tx, d.schedule_uuid, d.mutation_id, at);
-      acked = done.length;
     }
     await tx.query(`update outbox set settle_after_synced = $1 where state = 'acked'`, [syncedCount + 1]);
-    return { acked, renumbered };
+    return { renumbered };
   });
 }
 

@@ -323,7 +323,7 @@ export class SyncEngine {
         }
         if (known === null) await setMeta(db, 'user_id', m.user_id);
         await applyWindow(db, m.window);
-        await reconcileOnWelcome(db, m.last_mutation_id, this.syncedCount, new Date().toISOString());
+        await reconcileOnWelcome(db, m.last_mutation_id, this.syncedCount);
         await clearStaging(db);
         this.welcomed = true;
         this.failedOpens = 0;

@@ -1,4 +1,4 @@
-import { bigint, bigserial, index, pgTable, primaryKey, text, uuid } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, index, integer, jsonb, pgTable, primaryKey, text, uuid } from 'drizzle-orm/pg-core';
 import { users } from './accounts.ts';
 import { visits } from './clinical.ts';
 import { createdAt, updatedAt } from './columns.ts';
@@ -40,4 +40,27 @@ export const draftUpdates = pgTable(
     createdAt: createdAt(),
   },
   (t) => [index('draft_updates_visit_idx').on(t.visitId, t.id)],
+);
+
+/**
+ * The mutations the server refused, per device: a replay of one of them (its reject frame was
+ * lost with the socket) is answered with the same reject, never taken for an applied write.
+ * Holds the contract's error terms only (code, message, field messages) — no argument values.
+ * Purged after 30 days by the hourly cleanup.
+ */
+export const syncRejections = pgTable(
+  'sync_rejections',
+  {
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    clientId: uuid('client_id').notNull(),
+    mutationId: bigint('mutation_id', { mode: 'number' }).notNull(),
+    status: integer('status').notNull(),
+    code: text('code').notNull(),
+    message: text('message').notNull(),
+    errors: jsonb('errors').$type<Record<string, string[]>>(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.clientId, t.mutationId] }), index('sync_rejections_created_idx').on(t.createdAt)],
 );

@@ -1,5 +1,5 @@
 import { and, isNotNull, lt, or, sql } from 'drizzle-orm';
-import { mailOutbox, passwordResets, refreshTokens, sessions, throttles } from '@fieldchart/schema/db';
+import { mailOutbox, passwordResets, refreshTokens, sessions, syncRejections, throttles } from '@fieldchart/schema/db';
 import type { Db } from '../db/database.ts';
 import type { Clock } from '../clock.ts';
 import type { Idempotency } from './idempotency.ts';
@@ -11,6 +11,8 @@ export const RETENTION = {
   revokedSessionsDays: 30,
   passwordResetDays: 1,
   sentMailLogDays: 30,
+  /** How long a refused mutation is answered again as refused when a device replays it. */
+  syncRejectionDays: 30,
 } as const;
 
 export function createMaintenance(deps: { db: Db; clock: Clock; idempotency: Idempotency; embedded: boolean }) {
@@ -52,7 +54,12 @@ export function createMaintenance(deps: { db: Db; clock: Clock; idempotency: Ide
         .delete(mailOutbox)
         .where(and(isNotNull(mailOutbox.sentAt), lt(mailOutbox.sentAt, before(RETENTION.sentMailLogDays))))
         .returning({ id: mailOutbox.id });
+      const rejections = await db
+        .delete(syncRejections)
+        .where(lt(syncRejections.createdAt, before(RETENTION.syncRejectionDays)))
+        .returning({ id: syncRejections.mutationId });
       return {
+        sync_rejections: rejections.length,
         idempotency_keys: idempotency,
         throttles: throttleRows.length,
         password_resets: resets.length,

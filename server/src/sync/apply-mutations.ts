@@ -4,8 +4,8 @@
  * device's last applied id advanced in the same transaction. Shared by the socket and the
  * REST fallback (`POST /sync/mutations`).
  */
-import { and, eq, sql } from 'drizzle-orm';
-import { syncClients } from '@fieldchart/schema/db';
+import { and, eq, inArray, sql } from 'drizzle-orm';
+import { syncClients, syncRejections } from '@fieldchart/schema/db';
 import type { ClientMessage, ServerMessage } from '@fieldchart/schema/sync';
 import { AppError, Invalid, TooMany } from '../errors.ts';
 import type { Services } from '../services/index.ts';
@@ -43,10 +43,27 @@ export async function applyMutationBatch(
     let retryFrom: number | null = null;
     const replies: MutationReply[] = [];
     const ctx = { actorUserId: device.userId, organizationId: device.organizationId };
+    const seen = batch.filter((m) => m.mutation_id <= last).map((m) => m.mutation_id);
+    const refused = new Map(
+      seen.length === 0
+        ? []
+        : (
+            await tx
+              .select()
+              .from(syncRejections)
+              .where(and(eq(syncRejections.userId, device.userId), eq(syncRejections.clientId, device.clientId), inArray(syncRejections.mutationId, seen)))
+          ).map((r) => [r.mutationId, r]),
+    );
     for (const [i, m] of batch.entries()) {
-      // Already processed (a lost ack, a replay, a duplicated frame): acknowledged, not applied.
+      // Already processed (a lost answer, a replay, a duplicated frame): answered as it was the
+      // first time — the same reject for a refused one, an ack otherwise — and not applied.
       if (m.mutation_id <= last) {
-        replies.push({ type: 'ack', mutation_id: m.mutation_id, result: { duplicate: true } });
+        const r = refused.get(m.mutation_id);
+        replies.push(
+          r
+            ? { type: 'reject', mutation_id: m.mutation_id, status: r.status, code: r.code, message: r.message, ...(r.errors ? { errors: r.errors } : {}) }
+            : { type: 'ack', mutation_id: m.mutation_id, result: { duplicate: true } },
+        );
         continue;
       }
       try {
@@ -64,6 +81,15 @@ export async function applyMutationBatch(
           break;
         }
         replies.push(reply);
+        await tx.insert(syncRejections).values({
+          userId: device.userId,
+          clientId: device.clientId,
+          mutationId: m.mutation_id,
+          status: reply.status,
+          code: reply.code,
+          message: reply.message,
+          errors: reply.errors ?? null,
+        });
       }
       last = m.mutation_id;
     }

@@ -142,6 +142,10 @@ forEachBackend('sync channel', (backend) => {
     assert.equal(again.welcome.last_mutation_id, 6);
     again.socket.send({ type: 'mutation', mutation_id: 2, name: 'visit.schedule', args: { uuid: randomUUID(), visit_date: today(), start_time: '12:00' }, client_time: now });
     assert.deepEqual((await again.socket.next('ack', (m) => m.mutation_id === 2)).result, { duplicate: true });
+    // A refused one replayed (its reject was lost with the socket) is refused again, never acked.
+    again.socket.send({ type: 'mutation', mutation_id: 4, name: 'visit.timer_events', args: { schedule_uuid: visitId, events: [timerEvent('complete', now)] }, client_time: now });
+    const replayed = await again.socket.next('reject', (m) => m.mutation_id === 4);
+    assert.deepEqual({ ...replayed }, { ...reject });
     const [visits] = await count(sql`select count(*)::int as n from visits where owner_id = ${user.uuid}`);
     assert.equal(visits, 1);
     again.socket.close();
@@ -202,9 +206,12 @@ forEachBackend('sync channel', (backend) => {
     assert.equal(res.body.data.results[0].type, 'ack');
     assert.equal(res.body.data.results[1].type, 'reject');
     assert.equal(res.body.data.results[1].code, 'unknown_patient');
-    // Sent again (a lost response): acknowledged as duplicates, nothing applied twice.
+    // Sent again (a lost response): answered as the first time, nothing applied twice.
     const again = await server.api('POST', '/sync/mutations', { token: user.token, body });
-    assert.deepEqual(again.body.data.results.map((r: { result?: unknown }) => r.result), [{ duplicate: true }, { duplicate: true }]);
+    assert.deepEqual(
+      again.body.data.results.map((r: { type: string; result?: unknown; code?: string }) => [r.type, r.result ?? r.code]),
+      [['ack', { duplicate: true }], ['reject', 'unknown_patient']],
+    );
     // The socket of the same device continues from there.
     const { welcome, socket } = await helloSync(server, user.token, clientId);
     assert.equal(welcome.last_mutation_id, 2);
