@@ -15,13 +15,30 @@ export interface ConnectionHandlers {
   onClose(code: number, reason: string): void;
 }
 
+/**
+ * How long a socket may take to open. A connect that the network swallows (a SYN lost on a
+ * moving phone) is otherwise retried by TCP for about a minute before it fails, and the outbox
+ * waits that long.
+ */
+export const OPEN_TIMEOUT_MS = 10_000;
+
 export class Connection {
   private readonly socket: WebSocketLike;
   private ended = false;
+  private readonly openTimer: ReturnType<typeof setTimeout>;
 
   constructor(WebSocketImpl: WebSocketConstructor, url: string, private readonly handlers: ConnectionHandlers) {
     this.socket = new WebSocketImpl(url);
+    this.openTimer = setTimeout(() => {
+      try {
+        this.socket.close(); // aborts the opening handshake (no code: 1006 may not be sent)
+      } catch {
+        // already closing
+      }
+      this.end(1006, 'connect timeout');
+    }, OPEN_TIMEOUT_MS);
     this.socket.onopen = () => {
+      clearTimeout(this.openTimer);
       if (!this.ended) this.handlers.onOpen();
     };
     this.socket.onmessage = (event) => {
@@ -75,6 +92,7 @@ export class Connection {
   private end(code: number, reason: string): void {
     if (this.ended) return;
     this.ended = true;
+    clearTimeout(this.openTimer);
     this.socket.onopen = null;
     this.socket.onmessage = null;
     this.socket.onclose = null;
