@@ -16,9 +16,11 @@ import { FieldchartApiError, newIdempotencyKey, type RestClient } from '../rest/
 import type { WebSocketConstructor } from '../platform/websocket.ts';
 import type { LocalDb } from '../storage/local-db.ts';
 import { clientIdOf, deleteMeta, getMeta, setMeta, type StoredSession } from '../storage/meta.ts';
+import { clearDrafts, unconfirmedDrafts } from '../storage/draft-store.ts';
 import { applyWindow, clearFeed, clearStaging, commitUnit, stageChanges, stageReset } from '../storage/feed-store.ts';
 import {
   ackEntry,
+  clearOutbox,
   pendingCount,
   pendingEntries,
   reconcileOnWelcome,
@@ -172,7 +174,7 @@ export class SyncEngine {
 
   /** Drops the socket now (tests, or an app going to the background); reconnects with backoff. */
   dropConnection(): void {
-    this.conn?.close(4000, 'client reconnect');
+    this.conn?.close(CLOSE_CODES.client_reconnect, 'client reconnect');
   }
 
   // ——— connection ———
@@ -260,7 +262,7 @@ export class SyncEngine {
     this.queue = this.queue.then(fn).catch((err: unknown) => {
       this.fail('internal', err instanceof Error ? err.message : String(err));
       // A failure half way through a message leaves the socket's state unknown: start over.
-      this.conn?.close(4000, 'client error');
+      this.conn?.close(CLOSE_CODES.client_reconnect, 'client error');
     });
   }
 
@@ -312,16 +314,36 @@ export class SyncEngine {
       case 'welcome': {
         const known = await getMeta(db, 'user_id');
         if (known !== null && known !== m.user_id) {
-          // The stored rows belong to another user: the feed must start over, not diff them.
+          // The device holds another clinician's data. Their unsynced writes must never be
+          // uploaded as this user (a session started from tokens names no user until now):
+          // stop, and say so; signing that clinician in again uploads them.
+          const pending = await pendingCount(db);
+          const drafts = (await unconfirmedDrafts(db)).length;
+          if (pending > 0 || drafts > 0) {
+            this.fail('other_user_outbox', `${pending} write(s) and ${drafts} draft(s) of another user are on this device: sign that user in to upload them, or sign out with force`);
+            this.running = false;
+            this.disconnect();
+            this.setStatus({ halted: 'other_user_outbox' });
+            this.rejectWaiters(new Error('sync stopped: another user’s writes are on this device'));
+            return;
+          }
+          // Nothing of theirs is unsynced: their rows go, the feed starts over for this user.
           await db.transaction(async (tx) => {
             await clearFeed(tx);
+            await clearOutbox(tx);
+            await clearDrafts(tx);
             await setMeta(tx, 'user_id', m.user_id);
           });
           this.events.emit('change', { reason: 'reset' });
-          conn.close(4000, 'user changed');
+          conn.close(CLOSE_CODES.client_reconnect, 'user changed');
           return;
         }
         if (known === null) await setMeta(db, 'user_id', m.user_id);
+        if (this.session && this.session.user_id === null) {
+          // A session started from tokens learns its user here (the HTTP fallback needs it).
+          this.session = { ...this.session, user_id: m.user_id };
+          await setMeta(db, 'session', this.session);
+        }
         await applyWindow(db, m.window);
         await reconcileOnWelcome(db, m.last_mutation_id, this.syncedCount);
         await clearStaging(db);
@@ -474,6 +496,9 @@ export class SyncEngine {
     this.httpUploading = true;
     const db = this.opts.db;
     try {
+      // Only the outbox of the session's own user: without a socket nothing else checks it.
+      const owner = await getMeta(db, 'user_id');
+      if (owner === null || this.session.user_id !== owner) return;
       const clientId = await clientIdOf(db);
       for (;;) {
         if (this.welcomed || !this.running || !this.session) return;

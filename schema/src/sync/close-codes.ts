@@ -6,6 +6,8 @@ export const CLOSE_CODES = {
   normal: 1000,
   going_away: 1001,
   internal_error: 1011,
+  /** Sent by a device: it closes to start over (user changed, a frame it could not handle). */
+  client_reconnect: 4000,
   bad_message: 4400,
   unauthorized: 4401,
   account_disabled: 4403,

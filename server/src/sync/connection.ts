@@ -33,6 +33,13 @@ const HELLO_TIMEOUT_MS = 10_000;
  * the per-user limit) would linger until TCP gives up, minutes later.
  */
 const PING_INTERVAL_MS = 30_000;
+/**
+ * Messages waiting to be handled: a device keeps at most 100 mutations unanswered (the
+ * protocol's limit) plus its draft traffic; more means it ignores the limit.
+ */
+const MAX_INBOX = 500;
+/** Bytes queued towards a device before it counts as not reading. */
+const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
 export class SyncConnection implements DraftPeer {
   readonly id = randomUUID();
@@ -53,6 +60,7 @@ export class SyncConnection implements DraftPeer {
    * are answered `retry` too until the device resends from that id.
    */
   private retryingFrom: number | null = null;
+  private helloReceived = false;
   private helloTimer: NodeJS.Timeout | null;
   private expiryTimer: NodeJS.Timeout | null = null;
   private readonly pingTimer: NodeJS.Timeout;
@@ -80,7 +88,11 @@ export class SyncConnection implements DraftPeer {
   }
 
   send(message: ServerMessage): void {
-    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(message));
+    if (this.socket.readyState !== this.socket.OPEN) return;
+    // A device that stops reading (or reads slower than it is sent to) is dropped rather than
+    // buffered without bound; it resumes from its cursor when it reconnects.
+    if (this.socket.bufferedAmount > MAX_BUFFERED_BYTES) return void this.socket.terminate();
+    this.socket.send(JSON.stringify(message));
   }
 
   /** Resolves once the frame is handed to the OS: big feeds wait instead of piling up in memory. */
@@ -108,7 +120,6 @@ export class SyncConnection implements DraftPeer {
 
   private onFrame(data: unknown, isBinary: boolean): void {
     if (this.state === 'closed') return;
-    this.alive = true;
     let parsed: ReturnType<typeof clientMessage.safeParse> | null = null;
     if (!isBinary) {
       try {
@@ -119,8 +130,13 @@ export class SyncConnection implements DraftPeer {
     }
     if (!parsed?.success) return this.close('bad_message', 'Not a valid sync message');
     const message = parsed.data;
-    if (this.state === 'hello' && message.type !== 'hello') return this.close('bad_message', 'The first message must be hello');
-    if (this.state === 'open' && message.type === 'hello') return this.close('bad_message', 'hello was already received');
+    // Decided on arrival, not on the state: frames may follow hello before welcome is sent (they
+    // wait in the inbox), and a second hello must never reach hello() — it would swap the
+    // socket's identity after the first was checked.
+    if (!this.helloReceived && message.type !== 'hello') return this.close('bad_message', 'The first message must be hello');
+    if (this.helloReceived && message.type === 'hello') return this.close('bad_message', 'hello was already received');
+    this.helloReceived = true;
+    if (this.inbox.length >= MAX_INBOX) return this.close('bad_message', 'Too many messages waiting; wait for answers');
     this.inbox.push(message);
     void this.process();
   }
@@ -188,6 +204,7 @@ export class SyncConnection implements DraftPeer {
   }
 
   private async hello(message: HelloMessage): Promise<void> {
+    if (this.state !== 'hello' || this.userId) return;
     if (this.helloTimer) clearTimeout(this.helloTimer);
     this.helloTimer = null;
     if (message.protocol !== PROTOCOL_VERSION) return this.close('protocol_unsupported', `This server speaks protocol ${PROTOCOL_VERSION}`);
@@ -196,7 +213,8 @@ export class SyncConnection implements DraftPeer {
     const state = await this.hub.services.sessions.state(claims.userId, claims.sessionId);
     if (state === 'revoked') return this.close('unauthorized', 'Session revoked');
     if (state === 'disabled') return this.close('account_disabled', 'Account disabled');
-    if (this.hub.connectionsOf(claims.userId).length >= this.hub.maxSocketsPerUser) {
+    // This device's own older socket is about to be superseded: it does not count.
+    if (this.hub.connectionsOf(claims.userId).filter((c) => c.clientId !== message.client_id).length >= this.hub.maxSocketsPerUser) {
       return this.close('too_many_connections', 'Too many open sync connections');
     }
     this.userId = claims.userId;

@@ -253,6 +253,21 @@ forEachBackend('sync channel', (backend) => {
     future.send({ type: 'hello', protocol: 99, token: user.token, client_id: randomUUID(), cursor: null });
     assert.equal((await future.closed).code, CLOSE_CODES.protocol_unsupported);
 
+    // A second hello right behind the first (before welcome): refused, never a swapped identity.
+    const other = await clinician();
+    const twice = await openSync(server);
+    twice.send({ type: 'hello', protocol: 1, token: user.token, client_id: randomUUID(), cursor: null });
+    twice.send({ type: 'hello', protocol: 1, token: other.token, client_id: randomUUID(), cursor: null });
+    assert.equal((await twice.closed).code, CLOSE_CODES.bad_message);
+    assert.ok(!twice.received.some((m) => m.type === 'welcome' && m.user_id === other.uuid));
+
+    // Frames pipelined behind hello wait for it instead of being refused.
+    const eager = await openSync(server);
+    eager.send({ type: 'hello', protocol: 1, token: user.token, client_id: randomUUID(), cursor: null });
+    eager.send({ type: 'mutation', mutation_id: 1, name: 'patient.create', args: { first_name: 'Eager', last_name: 'Frame' }, client_time: new Date().toISOString() });
+    await eager.next('ack', (m) => m.mutation_id === 1);
+    eager.close();
+
     const forged = await openSync(server);
     forged.send({ type: 'hello', protocol: 1, token: `${user.token}x`, client_id: randomUUID(), cursor: null });
     assert.equal((await forged.closed).code, CLOSE_CODES.unauthorized);
