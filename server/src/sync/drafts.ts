@@ -5,9 +5,10 @@
  *
  * Invariants:
  * - The in-memory document of a visit holds only what is committed to `draft_updates`: an
- *   update is applied (and fanned out) after its transaction commits. So the state vector the
- *   server advertises never claims an edit that a crash could lose, and a device re-sends
- *   anything the server does not have.
+ *   update is applied to it after its transaction commits. So the state vector the server
+ *   advertises never claims an edit that a crash could lose, and a device re-sends anything
+ *   the server does not have. A device's update is relayed to the other local devices on
+ *   arrival, ahead of the commit (see `relay`): they hold it either way, and Yjs merges.
  * - A document is in memory only while some local socket has it open; every node can rebuild
  *   it from the table, so nodes keep no state another node depends on.
  * - Operations on one document run one after another (load first), so replies and fan-out

@@ -8,10 +8,10 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { envelope } from '@fieldchart/schema/api';
 import { restMutationsBody, restMutationsResult } from '@fieldchart/schema/sync';
-import { Unauthorized } from '../errors.ts';
+import { Unauthorized, Unavailable } from '../errors.ts';
 import { principalOf } from '../http/authentication.ts';
 import { errors, ok } from '../http/reply.ts';
-import { applyMutationBatch, lastMutationIdOf, type BatchOutcome, type MutationDevice } from './apply-mutations.ts';
+import { applyMutationBatch, type BatchOutcome, type MutationDevice } from './apply-mutations.ts';
 import { sql } from 'drizzle-orm';
 import type { Clock } from '../clock.ts';
 import { safeError } from '../log-safety.ts';
@@ -118,7 +118,7 @@ export function createSyncHub(deps: { services: Services; notifications: Notific
         description:
           'For a device whose network passes HTTP but not websockets: the same mutations as the sync socket (docs/sync-protocol.md), in order, exactly once per client_id and mutation_id, each answered ack, reject (in the API’s error terms) or retry. At most 100 per request.',
         body: restMutationsBody,
-        response: { 200: envelope(restMutationsResult), ...errors(401, 422) },
+        response: { 200: envelope(restMutationsResult), ...errors(401, 422, 503) },
       },
       handler: async (req) => {
         const principal = principalOf(req);
@@ -134,12 +134,10 @@ export function createSyncHub(deps: { services: Services; notifications: Notific
         try {
           outcome = await applyMutationBatch(services, runMutation, device, batch);
         } catch (err) {
-          log.warn({ err: safeError(err) }, 'sync mutations over HTTP not applied; device told to retry');
-          const after = 1000 + Math.floor(Math.random() * 2000);
-          return ok({
-            last_mutation_id: await lastMutationIdOf(services, device.userId, device.clientId),
-            results: batch.map((m) => ({ type: 'retry' as const, mutation_id: m.mutation_id, after_ms: after })),
-          });
+          // Usually the database: answering needs it too (last_mutation_id), so the whole
+          // request is retried, as the error shape says.
+          log.warn({ err: safeError(err) }, 'sync mutations over HTTP not applied');
+          throw new Unavailable('The mutations could not be applied now; retry', 'sync_unavailable');
         }
         if (outcome.kind === 'session') throw new Unauthorized('Invalid or expired token', 'invalid_token');
         return ok({ last_mutation_id: outcome.lastMutationId, results: outcome.replies });
