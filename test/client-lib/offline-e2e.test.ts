@@ -25,6 +25,13 @@ forEachBackend('offline client end to end', (backend) => {
   });
   after(() => server.close());
 
+  async function draftRows(visitId: string): Promise<number> {
+    const { pglite, sql } = server.runtime.database;
+    const query = 'select count(*)::int as n from draft_updates where visit_id = $1';
+    const rows = pglite ? (await pglite.query<{ n: number }>(query, [visitId])).rows : await sql!.unsafe<Array<{ n: number }>>(query, [visitId]);
+    return rows[0]?.n ?? -1;
+  }
+
   async function clinician(): Promise<User> {
     const user = await registerUser(server);
     const res = await server.api('PUT', '/my-settings', { token: user.token, body: { time_zone: 'UTC' } });
@@ -50,7 +57,7 @@ forEachBackend('offline client end to end', (backend) => {
 
       proxyA.cut();
       proxyB.cut();
-      await eventually(() => assert.ok(!a.sync.status.connected && !b.sync.status.connected), { timeoutMs: 20_000 });
+      await eventually(() => assert.ok(!a.sync.status.connected && !b.sync.status.connected, JSON.stringify({ a: a.sync.status, b: b.sync.status })), { timeoutMs: 20_000 });
 
       // Device A: the timer, and the subjective section.
       await a.visits.recordTimerEvents(visitId, [ev('start_travel', `${today()}T08:30:00.000Z`), ev('arrive', `${today()}T09:00:00.000Z`)]);
@@ -116,6 +123,8 @@ forEachBackend('offline client end to end', (backend) => {
       assert.equal(done.body.data.soap_note.subjective, 'Reports less knee pain.');
       assert.equal(done.body.data.soap_note.plan, 'Continue HEP twice daily.');
       assert.equal(done.body.data.soap_note.objective, 'ROM 0-115 degrees.');
+      // The submitted note supersedes the draft: its updates are not kept.
+      assert.equal(await draftRows(visitId), 0);
     } finally {
       await a.close();
       await b.close();

@@ -15,7 +15,7 @@ import { spawnServer, type ServerProcess } from '../../helpers/processes.ts';
 import { newAccount } from '../../helpers/test-server.ts';
 import { helloSync, nextFeed } from '../../helpers/sync-socket.ts';
 
-const MUTATIONS = 300;
+const MUTATIONS = 600;
 const API = '/api/therapist/v1';
 
 async function register(url: string): Promise<string> {

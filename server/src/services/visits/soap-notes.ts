@@ -6,7 +6,7 @@
 import { eq } from 'drizzle-orm';
 import type * as z from 'zod';
 import type { soapNoteBody } from '@fieldchart/schema/api';
-import { soapNotes, visits } from '@fieldchart/schema/db';
+import { draftUpdates, soapNotes, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import { Conflict, Invalid } from '../../errors.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
@@ -57,6 +57,8 @@ export function createSoapNotes(deps: { clock: Clock; phi: PhiCrypto; audit: Aud
           updatedAt: now,
         });
         await tx.update(visits).set({ status: 'completed', completedAt: now, updatedAt: now }).where(eq(visits.id, visit.id));
+        // The note supersedes its draft: PHI is not kept twice (or longer than it is needed).
+        await tx.delete(draftUpdates).where(eq(draftUpdates.visitId, visit.id));
         note({ details: { vital_flags: flags.length, signed: signature !== null } });
         return { vital_flags: flags, signed: signature !== null };
       });
