@@ -13,7 +13,7 @@ import { after, test } from 'node:test';
 import { backends } from '../../helpers/backends.ts';
 import { spawnServer, type ServerProcess } from '../../helpers/processes.ts';
 import { newAccount } from '../../helpers/test-server.ts';
-import { helloSync, nextFeed } from '../../helpers/sync-socket.ts';
+import { helloSync, nextFeed, type SyncSocket } from '../../helpers/sync-socket.ts';
 
 const MUTATIONS = 600;
 const API = '/api/therapist/v1';
@@ -37,6 +37,21 @@ const mutation = (id: number, patientId: string) => ({
   client_time: new Date().toISOString(),
 });
 
+/** Sends mutations `from`…MUTATIONS as a device does: at most 100 unanswered (the protocol's limit). */
+function upload(socket: SyncSocket, from: number, patientIds: string[]): void {
+  let next = from;
+  const fill = () => {
+    const answered = socket.received.filter((m) => m.type === 'ack' || m.type === 'reject').length - answeredBefore;
+    while (next <= MUTATIONS && next - from - answered < 100) {
+      socket.send(mutation(next, patientIds[next] as string));
+      next++;
+    }
+  };
+  const answeredBefore = socket.received.filter((m) => m.type === 'ack' || m.type === 'reject').length;
+  socket.ws.on('message', fill);
+  fill();
+}
+
 for (const backend of backends) {
   test(`kill -9 mid-upload loses no acknowledged mutation and applies none twice [${backend.name}]`, async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-crash-'));
@@ -56,7 +71,7 @@ for (const backend of backends) {
     const patientIds = Array.from({ length: MUTATIONS + 1 }, () => randomUUID());
 
     const first = await helloSync(url.replace(/^http/, 'ws') + `${API}/sync`, token, clientId);
-    for (let id = 1; id <= MUTATIONS; id++) first.socket.send(mutation(id, patientIds[id] as string));
+    upload(first.socket, 1, patientIds);
     // Some acknowledged, the rest queued or in a transaction: now the process dies.
     await first.socket.next('ack', (m) => m.mutation_id >= 20, 60_000);
     process.kill(server.pid, 'SIGKILL');
@@ -71,7 +86,7 @@ for (const backend of backends) {
     const last = again.welcome.last_mutation_id;
     assert.ok(acked.every((id) => id <= last), `every acknowledged mutation is durable (last ${last}, max ack ${Math.max(...acked)})`);
     // The device resends from the head of its outbox: what the server already has is acked, not applied.
-    for (let id = Math.max(1, last - 5); id <= MUTATIONS; id++) again.socket.send(mutation(id, patientIds[id] as string));
+    upload(again.socket, Math.max(1, last - 5), patientIds);
     await again.socket.next('ack', (m) => m.mutation_id === MUTATIONS, 120_000);
     again.socket.close();
 
