@@ -13,7 +13,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { helloSync } from '../helpers/sync-socket.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 import { registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
-import { createPatient, scheduleVisit, type User } from '../server/visits/visit-fixtures.ts';
+import { createPatient, scheduleVisit, type User, utcClinician } from '../server/visits/visit-fixtures.ts';
 import { ev, openClient, tempDataDir } from './support.ts';
 
 const today = () => new Date().toISOString().slice(0, 10);
@@ -32,12 +32,7 @@ forEachBackend('offline client end to end', (backend) => {
     return rows[0]?.n ?? -1;
   }
 
-  async function clinician(): Promise<User> {
-    const user = await registerUser(server);
-    const res = await server.api('PUT', '/my-settings', { token: user.token, body: { time_zone: 'UTC' } });
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    return user;
-  }
+  const clinician = (): Promise<User> => utcClinician(server);
 
   test('two devices edit offline, one restarts mid-upload; the server gets the union of the edits exactly once', async () => {
     const user = await clinician();

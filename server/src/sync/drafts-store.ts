@@ -12,9 +12,10 @@ import { rowsOf, type Db } from '../db/database.ts';
 import { NotFound } from '../errors.ts';
 import type { PhiCrypto } from '../security/phi-crypto.ts';
 import { findOwnedVisit } from '../services/visits/visit-records.ts';
+import { CHANNELS } from './notifications.ts';
 
 /** The notification channel every node listens on (docs/sync-protocol.md, Several nodes). */
-export const DRAFT_CHANNEL = 'fieldchart_draft';
+export const DRAFT_CHANNEL = CHANNELS.draft;
 /** More stored updates than this and the document is merged into one row. */
 export const COMPACT_ABOVE = 200;
 export const SECTION_NAMES = ['subjective', 'objective', 'assessment', 'plan'] as const;

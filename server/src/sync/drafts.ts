@@ -23,7 +23,7 @@ import type { Db } from '../db/database.ts';
 import type { PhiCrypto } from '../security/phi-crypto.ts';
 import { safeError } from '../log-safety.ts';
 import { addsNothing, parseSyncMessage, step1Message, step2Message, updateMessage, type SyncMessage } from './drafts-messages.ts';
-import { COMPACT_ABOVE, createDraftStore, parseDraftNotice, type DraftSections } from './drafts-store.ts';
+import { COMPACT_ABOVE, createDraftStore, DRAFT_CHANNEL, parseDraftNotice, type DraftSections } from './drafts-store.ts';
 
 export { DRAFT_CHANNEL, COMPACT_ABOVE, type DraftSections } from './drafts-store.ts';
 
@@ -310,7 +310,7 @@ export function createDrafts(deps: { db: Db; phi: PhiCrypto; nodeId: string; log
 
     async onNotification(payload) {
       const notice = parseDraftNotice(payload);
-      if (!notice) return log.warn({ channel: 'fieldchart_draft' }, 'draft notification not understood');
+      if (!notice) return log.warn({ channel: DRAFT_CHANNEL }, 'draft notification not understood');
       if (notice.node === deps.nodeId) return;
       const d = live.get(notice.visit);
       if (!d) return; // nobody here has it open

@@ -22,7 +22,7 @@ import { SyncConnection } from './connection.ts';
 import { createDrafts, type Drafts } from './drafts.ts';
 import { createFeed } from './feed.ts';
 import { createMutationRunner, type MutationRunner } from './mutations.ts';
-import type { Notifications } from './notifications.ts';
+import { CHANNELS, type Notifications } from './notifications.ts';
 
 /** Sockets one user may hold on a node (docs: Limits). */
 const MAX_SOCKETS_PER_USER = 10;
@@ -82,7 +82,7 @@ export function createSyncHub(deps: { services: Services; notifications: Notific
       set.add(connection);
       // Other nodes close their socket of this device too.
       void services.unitOfWork.db
-        .execute(sql`select pg_notify('fieldchart_client', ${`${connection.userId}:${connection.clientId}:${connection.id}`})`)
+        .execute(sql`select pg_notify(${CHANNELS.client}, ${`${connection.userId}:${connection.clientId}:${connection.id}`})`)
         .catch((err: unknown) => log.warn({ err: safeError(err) }, 'could not announce sync client'));
     },
     detach(connection) {
@@ -149,15 +149,15 @@ export function createSyncHub(deps: { services: Services; notifications: Notific
     routes,
     async start() {
       unlisteners.push(
-        await deps.notifications.listen('fieldchart_sync', (userId) => forUser(userId, (c) => c.requestFeed()), everyone),
-        await deps.notifications.listen('fieldchart_session', (userId) => forUser(userId, (c) => c.recheck()), everyone),
-        await deps.notifications.listen('fieldchart_client', (payload) => {
+        await deps.notifications.listen(CHANNELS.data, (userId) => forUser(userId, (c) => c.requestFeed()), everyone),
+        await deps.notifications.listen(CHANNELS.session, (userId) => forUser(userId, (c) => c.recheck()), everyone),
+        await deps.notifications.listen(CHANNELS.client, (payload) => {
           const [userId = '', clientId = '', connectionId = ''] = payload.split(':');
           forUser(userId, (c) => {
             if (c.clientId === clientId && c.id !== connectionId) c.close('superseded', 'Connected again from the same device');
           });
         }),
-        await deps.notifications.listen('fieldchart_draft', (payload) => {
+        await deps.notifications.listen(CHANNELS.draft, (payload) => {
           void drafts.onNotification(payload).catch((err: unknown) => log.error({ err: safeError(err) }, 'draft notification failed'));
         }),
       );

@@ -8,9 +8,7 @@ import type { Db } from '../db/database.ts';
 import { Invalid, type FieldErrors } from '../errors.ts';
 import type { ClinicianContext } from '../http/audit-context.ts';
 import type { Services } from '../services/index.ts';
-
-/** A draft's SOAP sections, as the draft store reads them. */
-export type DraftSections = Readonly<Record<'subjective' | 'objective' | 'assessment' | 'plan', string>>;
+import type { DraftSections } from './drafts-store.ts';
 
 export interface MutationDeps {
   readonly services: Services;

@@ -11,7 +11,7 @@ import { CLOSE_CODES } from '@fieldchart/schema/sync';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { helloSync, nextFeed, openSync } from '../../helpers/sync-socket.ts';
 import { registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
-import { createPatient, scheduleVisit, timerEvent, type User } from '../visits/visit-fixtures.ts';
+import { createPatient, scheduleVisit, timerEvent, type User, utcClinician } from '../visits/visit-fixtures.ts';
 
 const today = () => new Date().toISOString().slice(0, 10);
 const daysFromToday = (n: number) => new Date(Date.now() + n * 86_400_000).toISOString().slice(0, 10);
@@ -23,13 +23,7 @@ forEachBackend('sync channel', (backend) => {
   });
   after(() => server.close());
 
-  async function clinician(): Promise<User> {
-    const user = await registerUser(server);
-    // UTC keeps "today" the same for the server and the test.
-    const res = await server.api('PUT', '/my-settings', { token: user.token, body: { time_zone: 'UTC' } });
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    return user;
-  }
+  const clinician = (): Promise<User> => utcClinician(server);
 
   test('hello → welcome, a first sync resets and sends the scope, then synced', async () => {
     const user = await clinician();

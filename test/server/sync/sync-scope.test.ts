@@ -13,7 +13,7 @@ import { forEachBackend } from '../../helpers/backends.ts';
 import { manualClock } from '../../helpers/clock.ts';
 import { helloSync, nextFeed } from '../../helpers/sync-socket.ts';
 import { registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
-import { createPatient, scheduleVisit, timerEvent, type User } from '../visits/visit-fixtures.ts';
+import { createPatient, scheduleVisit, timerEvent, type User, utcClinician } from '../visits/visit-fixtures.ts';
 
 const dateAfter = (base: Date, days: number) => new Date(base.getTime() + days * 86_400_000).toISOString().slice(0, 10);
 
@@ -25,12 +25,7 @@ forEachBackend('sync scope', (backend) => {
   });
   after(() => server.close());
 
-  async function clinician(): Promise<User> {
-    const user = await registerUser(server);
-    const res = await server.api('PUT', '/my-settings', { token: user.token, body: { time_zone: 'UTC' } });
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    return user;
-  }
+  const clinician = (): Promise<User> => utcClinician(server);
 
   async function signIn(user: User): Promise<string> {
     const res = await server.api('POST', '/sign-in', { body: { email: user.email, password: user.password } });

@@ -9,6 +9,14 @@ export const TINY_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR
 /** A 1×1 GIF: a real image, of a type signatures may not use. */
 export const TINY_GIF = 'R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7';
 
+/** A fresh clinician in UTC: "today" is then the same date for the server and the test. */
+export async function utcClinician(server: TestServer): Promise<User> {
+  const user = await registerUser(server);
+  const res = await server.api('PUT', '/my-settings', { token: user.token, body: { time_zone: 'UTC' } });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return user;
+}
+
 export async function createPatient(server: TestServer, user: User, body: Record<string, unknown> = {}): Promise<{ uuid: string; referral_uuid: string }> {
   const res = await server.api('POST', '/patient/create', {
     token: user.token,
