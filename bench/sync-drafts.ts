@@ -25,7 +25,7 @@ import { WebSocket } from 'ws';
 import { messageYjsUpdate, writeSyncStep1, writeUpdate } from 'y-protocols/sync';
 import * as Y from 'yjs';
 import { setting } from './support/measure.ts';
-import { fmt, latencies, machine, profiled, quick, ratio, startSyncServers, SyncPeer, table, type Latencies } from './support/sync-peer.ts';
+import { fmt, latencies, latencyJson, machine, profiled, quick, ratio, startSyncServers, SyncPeer, table, type Latencies } from './support/sync-peer.ts';
 
 const DEVICES = setting('BENCH_DRAFT_DEVICES', 10, 2, 10);
 const KEYSTROKES = quick ? 60 : 300;
@@ -207,10 +207,7 @@ try {
       ...machine(loadBefore),
       results: rows.map(([name, l]) => ({
         server: name,
-        n: l.n,
-        p50Ms: Number(l.p50.toFixed(3)),
-        p99Ms: Number(l.p99.toFixed(3)),
-        meanMs: Number(l.mean.toFixed(3)),
+        ...latencyJson(l),
         p50RatioToHocuspocus: Number((l.p50 / base.p50).toFixed(2)),
         p99RatioToHocuspocus: Number((l.p99 / base.p99).toFixed(2)),
         p50RatioToHocuspocusDb: Number((l.p50 / dbBase.p50).toFixed(2)),

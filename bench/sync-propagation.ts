@@ -16,7 +16,7 @@
  * Output: a table, then one JSON line (last on stdout).
  */
 import os from 'node:os';
-import { fmt, initialSync, latencies, machine, profiled, quick, ratio, startSyncServers, SyncPeer, table, type Latencies } from './support/sync-peer.ts';
+import { fmt, initialSync, latencies, latencyJson, machine, profiled, quick, ratio, startSyncServers, SyncPeer, table, type Latencies } from './support/sync-peer.ts';
 
 const WRITES = quick ? 50 : 300;
 const WARMUP = 20;
@@ -111,10 +111,7 @@ try {
       results: rows.map(([name, what, l]) => ({
         path: name,
         what,
-        n: l.n,
-        p50Ms: Number(l.p50.toFixed(3)),
-        p99Ms: Number(l.p99.toFixed(3)),
-        meanMs: Number(l.mean.toFixed(3)),
+        ...latencyJson(l),
         p50RatioToNotify: Number((l.p50 / notify.p50).toFixed(2)),
         p99RatioToNotify: Number((l.p99 / notify.p99).toFixed(2)),
       })),

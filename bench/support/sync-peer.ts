@@ -194,6 +194,11 @@ export function latencies(values: readonly number[]): Latencies {
   return { n: values.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), mean: sum / Math.max(1, values.length), max: sorted[sorted.length - 1] ?? Number.NaN };
 }
 
+/** A latency summary as the benches' JSON lines print it (ms, three decimals). */
+export function latencyJson(l: Latencies) {
+  return { n: l.n, p50Ms: Number(l.p50.toFixed(3)), p99Ms: Number(l.p99.toFixed(3)), meanMs: Number(l.mean.toFixed(3)) };
+}
+
 export function median(values: readonly number[]): number {
   return percentile(Float64Array.from(values).sort(), 50);
 }

@@ -16,7 +16,7 @@ import { clearOutbox, dismissRejections, listRejections, overlayEntries, pending
 import { clearDrafts, unconfirmedDrafts } from '../storage/draft-store.ts';
 import { byVisitTime, readPatients, readVisits, type Patient, type Visit, type VisitSelection } from '../model/views.ts';
 import type { BackoffOptions } from '../sync/backoff.ts';
-import { draftName, SOAP_SECTIONS } from '../sync/drafts.ts';
+import { draftName, scheduleUuidOfDraft, SOAP_SECTIONS } from '../sync/drafts.ts';
 import { SyncEngine, type SyncEvents } from '../sync/sync-engine.ts';
 import type { SyncStatus } from '../sync/status.ts';
 import { LocalNotFoundError, NotSignedInError, OutboxNotEmptyError } from './errors.ts';
@@ -286,7 +286,7 @@ function buildClient(db: LocalDb, engine: SyncEngine, rest: RestClient, options:
 
   async function receiptsOf(ids: readonly string[] | null): Promise<VisitReceipt[]> {
     const rows = await receiptRows(db, ids);
-    const unconfirmed = new Set((await unconfirmedDrafts(db)).map((d) => d.slice('visit/'.length, -'/soap'.length)));
+    const unconfirmed = new Set((await unconfirmedDrafts(db)).map(scheduleUuidOfDraft));
     const all = new Map(rows.map((r) => [r.schedule_uuid, r]));
     for (const uuid of unconfirmed) if ((ids === null || ids.includes(uuid)) && !all.has(uuid)) all.set(uuid, { schedule_uuid: uuid, pending: 0, acked_at: null });
     return [...all.values()].map((r) => {
@@ -301,5 +301,3 @@ function buildClient(db: LocalDb, engine: SyncEngine, rest: RestClient, options:
     });
   }
 }
-
-export type { Y };

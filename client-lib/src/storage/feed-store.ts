@@ -51,12 +51,6 @@ export async function commitUnit(db: LocalDb, changes: readonly Change[], cursor
   });
 }
 
-/** Whether a unit is half received (staged but not committed). */
-export async function hasStaged(db: Queryable): Promise<boolean> {
-  const rows = await db.query<{ n: number }>('select count(*)::int as n from feed_staging');
-  return (rows[0]?.n ?? 0) > 0;
-}
-
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
 async function applyChanges(tx: Queryable, changes: readonly Change[]): Promise<void> {

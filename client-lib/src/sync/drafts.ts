@@ -105,12 +105,6 @@ export class DraftSync {
     return texts;
   }
 
-  /** Whether the visit's draft has edits the server is not known to have. */
-  async unconfirmed(scheduleUuid: string): Promise<boolean> {
-    const s = await draftSeqs(this.deps.db, draftName(scheduleUuid));
-    return s.local_seq > s.confirmed_seq;
-  }
-
   /** The socket is up: open every draft the app holds and every one with unconfirmed edits. */
   async onConnected(): Promise<void> {
     this.connected = true;

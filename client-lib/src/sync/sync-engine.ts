@@ -648,5 +648,3 @@ export class SyncEngine {
     this[name] = null;
   }
 }
-
-export { draftName };

@@ -31,7 +31,6 @@ export interface FeedResult {
   readonly reset: 'first_sync' | 'scope_changed' | 'cursor_unknown' | null;
   readonly changes: Change[];
   readonly cursor: string;
-  readonly window: { readonly from: string; readonly to: string };
 }
 
 export interface FeedDeps {
@@ -191,7 +190,7 @@ export function createFeed(deps: FeedDeps) {
 
           changes.sort((a, b) => a.version - b.version);
           const cursor = encodeCursor({ snapshot: current, windowFrom: window.from, windowTo: window.to, scope: scopeHash, config: configHash });
-          return { reset, changes, cursor, window };
+          return { reset, changes, cursor };
         },
         { isolationLevel: 'repeatable read', accessMode: 'read only' },
       );

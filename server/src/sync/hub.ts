@@ -15,7 +15,9 @@ import { applyMutationBatch, type BatchOutcome, type MutationDevice } from './ap
 import { sql } from 'drizzle-orm';
 import type { Clock } from '../clock.ts';
 import { safeError } from '../log-safety.ts';
-import { organizations } from '@fieldchart/schema/db';
+import { organizations, users } from '@fieldchart/schema/db';
+import { effectiveConfig, organizationSettingsOf } from '../services/organizations/effective-config.ts';
+import { seatOf } from '../services/organizations/seats.ts';
 import { eq } from 'drizzle-orm';
 import type { Services } from '../services/index.ts';
 import { SyncConnection } from './connection.ts';
@@ -175,13 +177,16 @@ export function feedOf(services: Services) {
   return createFeed({
     unitOfWork: services.unitOfWork,
     phi: services.phi,
+    // Every poke runs this: one read each of settings, seat, the user's overrides and the
+    // organization, and the same pure resolution GET /my-organization/config uses.
     async scopeOf(tx, userId) {
-      const [{ time_zone: timeZone }, seat, config] = await Promise.all([
+      const [{ time_zone: timeZone }, seat, [user]] = await Promise.all([
         services.clinicianSettings.get(userId, tx),
-        services.seatOf(userId),
-        services.features.config({ userId, sessionId: '' }),
+        seatOf(tx, userId),
+        tx.select({ featureOverrides: users.featureOverrides }).from(users).where(eq(users.id, userId)),
       ]);
-      const [org] = seat ? await tx.select({ id: organizations.id, name: organizations.name }).from(organizations).where(eq(organizations.id, seat.organizationId)) : [];
+      const [org] = seat ? await tx.select().from(organizations).where(eq(organizations.id, seat.organizationId)) : [];
+      const config = effectiveConfig({ organization: org ? organizationSettingsOf(org) : null, personalOverrides: user?.featureOverrides ?? {} });
       return {
         timeZone,
         organizationId: seat?.organizationId ?? null,
