@@ -87,6 +87,8 @@ export class SyncEngine {
   private readonly uploadBackoff: Backoff;
   private readonly refreshBackoff: Backoff;
   private syncedCount = 0;
+  /** `syncedCount` when this socket was welcomed. */
+  private syncedAtWelcome = 0;
   private forceRefresh = false;
   private connecting = false;
   private failedOpens = 0;
@@ -346,6 +348,7 @@ export class SyncEngine {
         }
         await applyWindow(db, m.window);
         await reconcileOnWelcome(db, m.last_mutation_id, this.syncedCount);
+        this.syncedAtWelcome = this.syncedCount;
         await clearStaging(db);
         this.welcomed = true;
         this.failedOpens = 0;
@@ -388,7 +391,13 @@ export class SyncEngine {
       }
       case 'ack': {
         this.inflight.delete(m.mutation_id);
-        const entry = await ackEntry(db, m.mutation_id, m.result, this.syncedCount + 2, new Date().toISOString());
+        // An entry shows optimistically until a feed run that began after its commit has been
+        // applied: the second `synced` from now for a fresh ack (one may already be under way),
+        // the first one of this socket for a duplicate (committed before this socket's hello) —
+        // which may already have come, so it settles at once.
+        const duplicate = (m.result as { duplicate?: unknown } | null)?.duplicate === true;
+        const entry = await ackEntry(db, m.mutation_id, m.result, duplicate ? this.syncedAtWelcome + 1 : this.syncedCount + 2, new Date().toISOString());
+        if (duplicate) await settleAcked(db, this.syncedCount);
         this.uploadBackoff.reset();
         this.setStatus({ pending: await pendingCount(db), uploading: this.inflight.size > 0 });
         if (entry) {
