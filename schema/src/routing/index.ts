@@ -1,0 +1,3 @@
+export * from './solver.ts';
+export * from './great-circle.ts';
+export * from './plan.ts';
