@@ -7,7 +7,7 @@
 import { eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { geocodeCache } from '@fieldchart/schema/db';
-import type { LatLng } from '@fieldchart/schema/routing';
+import { normaliseAddress, type LatLng } from '@fieldchart/schema/routing';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
@@ -36,8 +36,6 @@ const NEGATIVE_TTL_MS = 24 * 3600 * 1000;
 
 const nominatimAnswer = z.array(z.object({ lat: z.coerce.number(), lon: z.coerce.number() }).passthrough());
 
-/** Lower case, single spaces, no trailing punctuation: "1 Main St." and "1  main st" are one address. */
-export const normaliseAddress = (a: string) => a.trim().toLowerCase().replace(/\s+/g, ' ').replace(/[.,;\s]+$/, '');
 
 export function createGeocoder(deps: { db: Db; clock: Clock; phi: PhiCrypto; nominatim: NominatimOptions | null }): Geocoder {
   const { db, clock, phi, nominatim } = deps;

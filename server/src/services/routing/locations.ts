@@ -8,13 +8,10 @@
  */
 import { and, desc, eq, inArray, isNotNull, isNull, lte } from 'drizzle-orm';
 import { timerEvents, visits } from '@fieldchart/schema/db';
-import type { LatLng } from '@fieldchart/schema/routing';
+import { learnedLocation, LEARNED_FIXES, normaliseAddress, type GpsFix, type LatLng } from '@fieldchart/schema/routing';
 import type { Db } from '../../db/database.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
-import { normaliseAddress, type Geocoder, type GeocodeSource } from './geocoder.ts';
-
-/** How many recent accurate fixes make the learned location (their median resists one bad fix). */
-export const LEARNED_FIXES = 5;
+import type { Geocoder, GeocodeSource } from './geocoder.ts';
 
 export type LocationSource = 'gps' | GeocodeSource;
 
@@ -22,12 +19,6 @@ export interface Located {
   readonly point: LatLng;
   readonly source: LocationSource;
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
 
 /** Learned location per "patientId\naddress" from accurate arrive fixes; read inside the caller's (audited) transaction. */
 export async function learnedLocations(
@@ -46,6 +37,8 @@ export async function learnedLocations(
       addressEnc: visits.addressEnc,
       lat: timerEvents.latitude,
       lng: timerEvents.longitude,
+      accuracy: timerEvents.accuracy,
+      at: timerEvents.eventTime,
     })
     .from(timerEvents)
     .innerJoin(visits, eq(visits.id, timerEvents.visitId))
@@ -64,15 +57,17 @@ export async function learnedLocations(
     .orderBy(desc(timerEvents.eventTime))
     // Enough for LEARNED_FIXES per patient of a full day, without reading a patient's whole history.
     .limit(LEARNED_FIXES * patientIds.length * 4);
-  const fixes = new Map<string, LatLng[]>();
+  const fixes = new Map<string, GpsFix[]>();
   for (const r of rows) {
-    const address = normaliseAddress(phi.open(r.addressEnc, 'visits', 'address_enc', r.visitId) ?? '');
-    const key = `${r.patientId}\n${address}`;
+    const key = learnedKey(r.patientId!, phi.open(r.addressEnc, 'visits', 'address_enc', r.visitId) ?? '');
     const list = fixes.get(key) ?? [];
-    if (list.length < LEARNED_FIXES) list.push({ lat: r.lat!, lng: r.lng! });
+    list.push({ lat: r.lat!, lng: r.lng!, accuracy: r.accuracy, at: r.at.getTime() });
     fixes.set(key, list);
   }
-  for (const [key, list] of fixes) out.set(key, { lat: median(list.map((p) => p.lat)), lng: median(list.map((p) => p.lng)) });
+  for (const [key, list] of fixes) {
+    const point = learnedLocation(list, maxAccuracyMeters);
+    if (point) out.set(key, point);
+  }
   return out;
 }
 
