@@ -64,18 +64,21 @@ export function solveRoute(p: RouteProblem): RouteSolution {
     if (p.first !== undefined && j !== p.first) continue;
     best[(1 << j) * n + j] = p.start?.[j] ?? 0;
   }
-  const cost = p.cost;
+  // The matrix flattened once: the inner loop then reads one typed array, not nested arrays.
+  const cost = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) for (let k = 0; k < n; k++) cost[i * n + k] = p.cost[i]![k]!;
   for (let mask = 1; mask <= full; mask++) {
+    const base = mask * n;
     for (let j = 0; j < n; j++) {
       if (!(mask & (1 << j))) continue;
-      const here = best[mask * n + j]!;
+      const here = best[base + j]!;
       if (here === Infinity) continue;
-      const row = cost[j]!;
+      const row = j * n;
       for (let k = 0; k < n; k++) {
-        if (mask & (1 << k)) continue;
-        const next = mask | (1 << k);
-        const c = here + row[k]!;
-        const at = next * n + k;
+        const bit = 1 << k;
+        if (mask & bit) continue;
+        const c = here + cost[row + k]!;
+        const at = (mask | bit) * n + k;
         if (c < best[at]!) {
           best[at] = c;
           prev[at] = j;
