@@ -240,4 +240,17 @@ forEachBackend('scheduling: policy, optimize, apply', (backend) => {
       'the day now lists in the suggested order',
     );
   });
+
+  test('the demo data (fieldchart seed --demo, Columbus OH) optimises: every visit of today is placed (learned fixes or ZIP centroids)', async () => {
+    const services = server.runtime.services;
+    const seeded = await services.demoSeed.run(services);
+    assert.ok(seeded.visits.today >= 3, JSON.stringify(seeded.visits));
+    const signIn = await server.api('POST', '/sign-in', { body: { email: seeded.email, password: seeded.password } });
+    assert.equal(signIn.status, 200, JSON.stringify(signIn.body));
+    const res = await server.api('POST', '/scheduling/optimize', { token: signIn.body.data.token, body: { date: seeded.today } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.data.visits.length + res.body.data.unrouted.length, seeded.visits.today);
+    assert.deepEqual(res.body.data.unrouted, []);
+    assert.ok(res.body.data.total_miles > 0 && res.body.data.total_miles < 60, `a day within Columbus: ${res.body.data.total_miles} mi`);
+  });
 });
