@@ -10,6 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { geocodeCache } from '@fieldchart/schema/db';
+import { operationContext, runOperation } from '../../../server/src/admin/operations.ts';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { startTestServer, type TestServer } from '../../helpers/test-server.ts';
 import { schedule, utcClinician } from './route-fixtures.ts';
@@ -141,6 +142,14 @@ forEachBackend('scheduling: OSRM and Nominatim stand-ins', (backend) => {
     const dump = JSON.stringify(cache);
     assert.ok(!/Alpha|Bravo|Charlie|Delta|columbus/i.test(dump), 'no address in the cache');
     assert.ok(!dump.includes('39.91'), 'no coordinates in the clear');
+    // Key rotation re-seals the cache; the points still read (no new geocoder requests).
+    const rotated = (await runOperation(operationContext(server.runtime.services, server.runtime.database), 'keys.rotate', {})) as { key_id: string; failed: number };
+    assert.equal(rotated.failed, 0);
+    for (const row of await server.db.database.db.select().from(geocodeCache)) {
+      if (row.pointEnc) assert.ok(row.pointEnc.startsWith(`fc1.${rotated.key_id}.`), 'cache re-sealed under the new key');
+    }
+    assert.deepEqual((await server.api('POST', '/scheduling/optimize', { token: u.token, body: { date } })).body.data, d);
+    assert.equal(standIn.searches.length, 4, 'still cached after the rotation');
 
     // The ZIP-only visit joins a day; the geocoder's miss falls back to the 43211 centroid.
     for (const [i, address] of NAMES.slice(0, 2).entries()) await schedule(server, u, { visit_date: '2026-12-11', start_time: `1${i}:00`, address });
