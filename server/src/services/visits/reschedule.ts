@@ -6,9 +6,10 @@
 import { and, eq, inArray, isNull } from 'drizzle-orm';
 import { visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
-import { Invalid, NotFound } from '../../errors.ts';
+import { Invalid } from '../../errors.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
 import { wallTimeExists, type ClinicianSettingsService } from '../clinician-settings.ts';
+import { visitNotFound } from './visit-records.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const HHMM = /^([01]\d|2[0-3]):[0-5]\d$/;
@@ -25,8 +26,9 @@ export function createReschedule(deps: { clock: Clock; audit: AuditLog; settings
     async rescheduleDay(ctx: AuditContext, ownerId: string, input: RescheduleInput): Promise<{ changed: number }> {
       return audit.around(ctx, { action: 'update', resourceType: 'visit', details: { route: 'scheduling_apply', date: input.date, count: input.visits.length } }, async (tx, note) => {
         const ids = input.visits.map((v) => v.schedule_uuid);
-        const unknown = ids.find((id) => !UUID.test(id));
-        if (unknown !== undefined) throw new NotFound(`Visit ${unknown} not found`, 'visit_not_found');
+        // The same 404 body as every visit lookup (visitNotFound): naming the id would make a
+        // foreign visit's answer differ from a random id's (test/server/tenant-isolation.test.ts).
+        if (ids.some((id) => !UUID.test(id))) throw visitNotFound();
         // Row locks: a concurrent timer event or reschedule of the same visits waits for this one.
         const rows = await tx
           .select({ id: visits.id, visitDate: visits.visitDate, startTime: visits.startTime, status: visits.status })
@@ -35,8 +37,7 @@ export function createReschedule(deps: { clock: Clock; audit: AuditLog; settings
           .for('update');
         const byId = new Map(rows.map((r) => [r.id, r]));
         // Foreign and missing read the same: nothing tells the caller another clinician's id exists.
-        const missing = ids.find((id) => !byId.has(id));
-        if (missing !== undefined) throw new NotFound(`Visit ${missing} not found`, 'visit_not_found');
+        if (ids.some((id) => !byId.has(id))) throw visitNotFound();
         const { time_zone: timeZone } = await settings.get(ownerId, tx);
         const seen = new Set<string>();
         const changes: Array<{ id: string; startTime: string }> = [];
