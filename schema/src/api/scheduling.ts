@@ -48,7 +48,7 @@ export const routeSuggestion = z
     total_drive_minutes: z.number().describe('Every leg, including the drive back to the home base'),
     total_miles: z.number(),
     savings: z.object({ minutes: z.number(), miles: z.number() }).describe('Current order minus suggested order'),
-    routing_source: z.enum(['osrm', 'great_circle']),
+    routing_source: z.enum(['google_traffic', 'osrm', 'great_circle']).describe('Which source gave the travel times: live traffic, OSRM, or great-circle estimates'),
     unrouted: z.array(z.string()).describe('Visits of the day whose location could not be found: left out of the plan'),
   })
   .meta({ id: 'RouteSuggestion' });

@@ -8,6 +8,13 @@ import type { Services } from '../services/index.ts';
 
 const tags = ['Scheduling'];
 
+const SOURCE_NAMES = { google_traffic: 'live traffic', osrm: 'OSRM road routing', great_circle: 'great-circle estimates' } as const;
+
+/** Says when a better configured source failed and which one answered instead. */
+function fallbackMessage(preferred: keyof typeof SOURCE_NAMES, used: keyof typeof SOURCE_NAMES): string {
+  return preferred === used ? 'Route suggestion' : `Routing service unavailable (${SOURCE_NAMES[preferred]}): ${SOURCE_NAMES[used]} used`;
+}
+
 export const schedulingRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   app.get('/scheduling/policy', {
     schema: {
@@ -36,13 +43,13 @@ export const schedulingRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
       tags,
       summary: "Suggest the day's visit order that minimises drive time (changes nothing)",
       description:
-        'The exact optimum (Held–Karp) over the day’s non-cancelled visits, from and back to the home base when the policy has one. Suggested start times: from day_start (plus the drive from the home base), or the current first visit’s start with lock_first, then each visit’s duration + buffer_minutes + the next drive leg. routing_source: osrm (ROUTING_OSRM_URL) or great_circle (estimates; also when OSRM fails, and the message says so). Visits whose location cannot be found are listed in unrouted. 422: fewer than 3 visits with a known location, more than 12 visits, or a plan that would run past midnight. See docs/routing.md.',
+        'The exact optimum (Held–Karp) over the day’s non-cancelled visits, from and back to the home base when the policy has one. Suggested start times: from day_start (plus the drive from the home base), or the current first visit’s start with lock_first, then each visit’s duration + buffer_minutes + the next drive leg. routing_source: google_traffic (live traffic, GOOGLE_DISTANCE_MATRIX_KEY), osrm (ROUTING_OSRM_URL) or great_circle (estimates); a configured source that fails hands over to the next and the message says so. Visits whose location cannot be found are listed in unrouted. 422: fewer than 3 visits with a known location, more than 12 visits, or a plan that would run past midnight. See docs/routing.md.',
       body: optimizeBody,
       response: { 200: envelope(routeSuggestion), ...errors(401, 422) },
     },
     handler: async (req) => {
       const r = await services.routePlanner.optimize(await auditContextOf(req, services), principalOf(req).userId, req.body);
-      return ok(r.suggestion, r.fellBack ? 'Routing service unavailable: great-circle estimates used' : 'Route suggestion');
+      return ok(r.suggestion, fallbackMessage(r.preferred, r.suggestion.routing_source));
     },
   });
 

@@ -1,8 +1,8 @@
 /**
- * The outside services of route optimisation, reached through their real protocols: an
- * OSRM-compatible `table` stand-in and a Nominatim-compatible `search` stand-in on 127.0.0.1.
- * OSRM's answer decides the order (and its failure falls back to great-circle estimates, said
- * so); Nominatim places addresses (with a User-Agent), is asked once per address (the cache,
+ * The outside services of route optimisation, reached through their real protocols: a
+ * Distance Matrix (live traffic) stand-in, an OSRM-compatible `table` stand-in and a
+ * Nominatim-compatible `search` stand-in on 127.0.0.1. Live traffic comes first; when it fails
+ * OSRM's answer decides the order, and when that fails great-circle estimates do (said so); Nominatim places addresses (with a User-Agent), is asked once per address (the cache,
  * which holds no address), and a miss falls back to the ZIP centroid.
  */
 import assert from 'node:assert/strict';
@@ -27,6 +27,8 @@ const NAMES = Object.keys(KNOWN);
 interface StandIn {
   readonly url: string;
   osrmMode: 'ok' | 'fail';
+  trafficMode: 'ok' | 'fail';
+  readonly trafficRequests: URLSearchParams[];
   readonly searches: Array<{ q: string; format: string | null; userAgent: string | undefined }>;
   readonly tables: string[];
   close(): Promise<void>;
@@ -37,11 +39,20 @@ interface StandIn {
  * so the only 3-minute route is that chain — far from what straight lines suggest.
  */
 const CHAIN = [3, 1, 0, 2];
+/** Live traffic: 2 minutes along C → A → D → B, 15 elsewhere; without traffic every leg would be 1 minute. */
+const TRAFFIC_CHAIN = [2, 0, 3, 1];
+
+const labelOf = (lat: number, lon: number) => NAMES.findIndex((n) => Math.abs(KNOWN[n]!.lat - lat) < 1e-6 && Math.abs(KNOWN[n]!.lon - lon) < 1e-6);
+const next = (chain: number[], a: number, b: number) => {
+  const i = chain.indexOf(a);
+  return i >= 0 && chain[i + 1] === b;
+};
 
 async function startStandIn(): Promise<StandIn> {
   const searches: StandIn['searches'] = [];
   const tables: string[] = [];
-  const state = { osrmMode: 'ok' as 'ok' | 'fail' };
+  const trafficRequests: URLSearchParams[] = [];
+  const state = { osrmMode: 'ok' as 'ok' | 'fail', trafficMode: 'fail' as 'ok' | 'fail' };
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const send = (status: number, body: unknown) => {
@@ -54,6 +65,25 @@ async function startStandIn(): Promise<StandIn> {
       const hit = KNOWN[q];
       return send(200, hit ? [{ place_id: 1, lat: String(hit.lat), lon: String(hit.lon), display_name: 'somewhere' }] : []);
     }
+    if (url.pathname === '/maps/api/distancematrix/json') {
+      trafficRequests.push(url.searchParams);
+      if (state.trafficMode === 'fail') return send(200, { status: 'OVER_QUERY_LIMIT', rows: [] });
+      if (url.searchParams.get('key') !== 'test-key') return send(200, { status: 'REQUEST_DENIED', rows: [] });
+      const parse = (v: string | null) => (v ?? '').split('|').map((p) => p.split(',').map(Number) as [number, number]);
+      const origins = parse(url.searchParams.get('origins')).map(([lat, lon]) => labelOf(lat, lon));
+      const destinations = parse(url.searchParams.get('destinations')).map(([lat, lon]) => labelOf(lat, lon));
+      return send(200, {
+        status: 'OK',
+        rows: origins.map((a) => ({
+          elements: destinations.map((b) => ({
+            status: 'OK',
+            duration: { value: 60 },
+            duration_in_traffic: { value: a === b ? 0 : next(TRAFFIC_CHAIN, a, b) ? 120 : 900 },
+            distance: { value: 1000 },
+          })),
+        })),
+      });
+    }
     const m = /^\/table\/v1\/driving\/(.+)$/.exec(url.pathname);
     if (m) {
       tables.push(`${url.pathname}${url.search}`);
@@ -61,14 +91,8 @@ async function startStandIn(): Promise<StandIn> {
       if (url.searchParams.get('annotations') !== 'duration,distance') return send(400, { code: 'InvalidOptions' });
       const points = m[1]!.split(';').map((p) => p.split(',').map(Number) as [number, number]);
       // Which known place is each point (lon,lat order)?
-      const label = points.map(([lon, lat]) => NAMES.findIndex((n) => Math.abs(KNOWN[n]!.lat - lat) < 1e-6 && Math.abs(KNOWN[n]!.lon - lon) < 1e-6));
-      const durations = label.map((a) =>
-        label.map((b) => {
-          if (a === b) return 0;
-          const i = CHAIN.indexOf(a);
-          return i >= 0 && CHAIN[i + 1] === b ? 60 : 600;
-        }),
-      );
+      const label = points.map(([lon, lat]) => labelOf(lat, lon));
+      const durations = label.map((a) => label.map((b) => (a === b ? 0 : next(CHAIN, a, b) ? 60 : 600)));
       return send(200, { code: 'Ok', durations, distances: durations.map((row) => row.map((s) => s * 10)) });
     }
     send(404, { code: 'NotFound' });
@@ -83,13 +107,20 @@ async function startStandIn(): Promise<StandIn> {
     set osrmMode(v) {
       state.osrmMode = v;
     },
+    get trafficMode() {
+      return state.trafficMode;
+    },
+    set trafficMode(v) {
+      state.trafficMode = v;
+    },
+    trafficRequests,
     searches,
     tables,
     close: () => new Promise((r) => server.close(() => r())),
   };
 }
 
-forEachBackend('scheduling: OSRM and Nominatim stand-ins', (backend) => {
+forEachBackend('scheduling: live-traffic, OSRM and Nominatim stand-ins', (backend) => {
   let server: TestServer;
   let standIn: StandIn;
   before(async () => {
@@ -100,6 +131,9 @@ forEachBackend('scheduling: OSRM and Nominatim stand-ins', (backend) => {
         GEOCODER_NOMINATIM_URL: standIn.url,
         GEOCODER_USER_AGENT: 'Fieldchart-test/1 (ops@fieldchart.test)',
         GEOCODER_MIN_INTERVAL_MS: '0',
+        GOOGLE_DISTANCE_MATRIX_KEY: 'test-key',
+        GOOGLE_DISTANCE_MATRIX_URL: `${standIn.url}/maps/api/distancematrix/json`,
+        GOOGLE_DISTANCE_MATRIX_MAX_ELEMENTS: '10',
       },
     });
   });
@@ -119,7 +153,8 @@ forEachBackend('scheduling: OSRM and Nominatim stand-ins', (backend) => {
     const res = await server.api('POST', '/scheduling/optimize', { token: u.token, body: { date } });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     const d = res.body.data;
-    assert.equal(d.routing_source, 'osrm');
+    assert.equal(d.routing_source, 'osrm', 'live traffic failed (the stand-in starts failing): OSRM answered');
+    assert.match(res.body.message, /live traffic.*OSRM/);
     assert.deepEqual(d.visits.map((v: { schedule_uuid: string }) => v.schedule_uuid), CHAIN.map((i) => ids[i]));
     assert.equal(d.total_drive_minutes, 3);
     assert.equal(d.total_miles, Math.round(((3 * 600) / 1609.344) * 100) / 100, 'miles from OSRM distances (metres)');
@@ -162,5 +197,32 @@ forEachBackend('scheduling: OSRM and Nominatim stand-ins', (backend) => {
     assert.ok(fallback.body.data.visits.some((v: { schedule_uuid: string }) => v.schedule_uuid === zipOnly));
     assert.ok(standIn.searches.some((s) => s.q.startsWith('99 Nowhere')), 'the geocoder was asked first');
     standIn.osrmMode = 'ok';
+  });
+
+  test('live traffic (Distance Matrix protocol) comes first: duration_in_traffic decides, departure at day_start, requests within the element limit', async () => {
+    const u = await utcClinician(server);
+    const date = '2031-01-15'; // in the future, so departure_time is the day's start, not now
+    const ids: string[] = [];
+    for (const [i, address] of NAMES.entries()) ids.push(await schedule(server, u, { visit_date: date, start_time: `1${i}:00`, address, duration_minutes: 30 }));
+    standIn.trafficMode = 'ok';
+    const mark = standIn.trafficRequests.length;
+    try {
+      const res = await server.api('POST', '/scheduling/optimize', { token: u.token, body: { date } });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.message, 'Route suggestion');
+      const d = res.body.data;
+      assert.equal(d.routing_source, 'google_traffic');
+      assert.deepEqual(d.visits.map((v: { schedule_uuid: string }) => v.schedule_uuid), TRAFFIC_CHAIN.map((i) => ids[i]));
+      assert.equal(d.total_drive_minutes, 6, 'duration_in_traffic, not duration');
+      const sent = standIn.trafficRequests.slice(mark);
+      assert.equal(sent.length, 2, '4 × 4 elements with at most 10 per request: two requests of 2 origins');
+      for (const q of sent) {
+        assert.equal(q.get('departure_time'), String(Date.UTC(2031, 0, 15, 8, 0) / 1000), 'the day starts 08:00 in the clinician’s zone (UTC)');
+        assert.equal(q.get('traffic_model'), 'best_guess');
+        assert.equal(q.get('destinations')?.split('|').length, 4);
+      }
+    } finally {
+      standIn.trafficMode = 'fail';
+    }
   });
 });

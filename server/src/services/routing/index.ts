@@ -16,7 +16,7 @@ export function createRoutingServices(deps: { db: Db; clock: Clock; phi: PhiCryp
     ...deps,
     nominatim: r.nominatimUrl ? { url: r.nominatimUrl, userAgent: r.userAgent, minIntervalMs: r.geocoderMinIntervalMs, timeoutMs: r.geocoderTimeoutMs } : null,
   });
-  const travel = createTravelMatrices({ osrmUrl: r.osrmUrl, timeoutMs: r.timeoutMs });
+  const travel = createTravelMatrices({ traffic: r.traffic, osrmUrl: r.osrmUrl, timeoutMs: r.timeoutMs });
   return {
     schedulingPolicy,
     routePlanner: createRoutePlanner({ audit: deps.audit, phi: deps.phi, policy: schedulingPolicy, geocoder, travel, gpsAccuracyMeters: r.gpsAccuracyMeters }),

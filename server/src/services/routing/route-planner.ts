@@ -9,6 +9,7 @@ import { visits } from '@fieldchart/schema/db';
 import { MAX_EXACT_VISITS, planRoute, type LatLng, type RoutePlan } from '@fieldchart/schema/routing';
 import { Invalid } from '../../errors.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
+import { readClinicianSettings, zonedInstant } from '../clinician-settings.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
 import type { Geocoder } from './geocoder.ts';
 import { learnedLocations, locate } from './locations.ts';
@@ -34,7 +35,7 @@ export function createRoutePlanner(deps: {
   const { audit, phi, policy, geocoder, travel } = deps;
 
   return {
-    async optimize(ctx: AuditContext, ownerId: string, input: { date: string; lock_first?: boolean | undefined }): Promise<{ suggestion: RouteSuggestion; fellBack: boolean }> {
+    async optimize(ctx: AuditContext, ownerId: string, input: { date: string; lock_first?: boolean | undefined }): Promise<{ suggestion: RouteSuggestion; preferred: RoutingSource }> {
       // The addresses are PHI: reading them is audited, in a transaction that ends before any network call.
       const day = await audit.around(ctx, { action: 'read', resourceType: 'visit', details: { route: 'scheduling_optimize', date: input.date } }, async (tx, note) => {
         const rows = await tx
@@ -49,7 +50,8 @@ export function createRoutePlanner(deps: {
         const stops = rows.map((r) => ({ ...r, address: phi.open(r.addressEnc, 'visits', 'address_enc', r.id) }));
         const patientIds = [...new Set(stops.flatMap((s) => (s.patientId ? [s.patientId] : [])))];
         const learned = await learnedLocations(tx, phi, ownerId, patientIds, deps.gpsAccuracyMeters);
-        return { stops, learned, policy: await policy.get(ownerId, tx) };
+        const { time_zone: timeZone } = await readClinicianSettings(tx, ownerId);
+        return { stops, learned, policy: await policy.get(ownerId, tx), timeZone };
       });
       const located = await locate(day.stops, day.learned, geocoder);
       const routed = day.stops.flatMap((s, i) => (located[i] ? [{ stop: s, point: located[i].point }] : []));
@@ -66,7 +68,9 @@ export function createRoutePlanner(deps: {
       if (p.home_base_lat !== null && p.home_base_lng !== null) home = { lat: p.home_base_lat, lng: p.home_base_lng };
       else if (p.home_base_address) home = (await geocoder.geocode(p.home_base_address))?.point ?? null;
       const points = routed.map((r) => r.point);
-      const matrix = await travel.matrix(home ? [...points, home] : points);
+      // Live traffic is predicted for when the day's driving starts.
+      const departAt = zonedInstant(input.date, p.day_start, day.timeZone);
+      const matrix = await travel.matrix(home ? [...points, home] : points, departAt);
       const outcome = planRoute({
         visits: routed.map((r) => ({ id: r.stop.id, startTime: r.stop.startTime, durationMinutes: r.stop.durationMinutes })),
         minutes: matrix.minutes,
@@ -78,10 +82,7 @@ export function createRoutePlanner(deps: {
         bufferMinutes: p.buffer_minutes,
       });
       if (!outcome.ok) throw Invalid.field('date', outcome.message, outcome.reason);
-      return {
-        suggestion: { ...outcome.plan, routing_source: matrix.source, unrouted },
-        fellBack: Boolean(matrix.source === 'great_circle' && deps.travel.configured),
-      };
+      return { suggestion: { ...outcome.plan, routing_source: matrix.source, unrouted }, preferred: travel.preferred };
     },
   };
 }
