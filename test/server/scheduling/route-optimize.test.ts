@@ -28,6 +28,11 @@ forEachBackend('scheduling: policy, optimize, apply', (backend) => {
     assert.equal(put.status, 200, JSON.stringify(put.body));
     assert.deepEqual(put.body.data, full);
     assert.deepEqual(await get(), full);
+    // default_visit_minutes is what a visit naming neither duration nor type takes.
+    const plain = await schedule(server, u, { visit_date: '2026-12-20', start_time: '09:00', address: COLUMBUS[0] });
+    const typed = await schedule(server, u, { visit_date: '2026-12-20', start_time: '10:00', address: COLUMBUS[0], visit_type: 'evaluation' });
+    const durationOf = async (id: string) => (await server.api('GET', `/visit-details/${id}`, { token: u.token })).body.data.duration_minutes;
+    assert.deepEqual([await durationOf(plain), await durationOf(typed)], [50, 75]);
     assert.equal((await server.api('PUT', '/scheduling/policy', { token: u.token, body: { buffer_minutes: 5 } })).status, 200);
     assert.deepEqual(await get(), { ...full, buffer_minutes: 5 });
     // A new address without coordinates drops the old address's coordinates.
