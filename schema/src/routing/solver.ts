@@ -27,7 +27,7 @@ export interface RouteSolution {
   readonly cost: number;
 }
 
-/** The largest day solved exactly: 2^12 · 12 states stay well under a millisecond's worth of memory traffic per mask. */
+/** The largest day solved exactly (the spec's limit): 2^12 · 12 states, a few milliseconds. */
 export const MAX_EXACT_VISITS = 12;
 
 /** The cost of one given order under the problem's start/end legs. */
@@ -50,8 +50,9 @@ function check(p: RouteProblem): number {
 }
 
 /**
- * The optimum. Ties are broken towards the lexicographically smallest order found first
- * (lower indices first), so the same input always gives the same plan on server and device.
+ * The optimum. Ties are broken deterministically (only a strictly cheaper path replaces a
+ * stored one, states visited in index order), so the same input always gives the same plan on
+ * server and device.
  */
 export function solveRoute(p: RouteProblem): RouteSolution {
   const n = check(p);
