@@ -22,7 +22,8 @@ export type {
   UpdatePatientBody,
   VisitReceipt,
 } from './client/types.ts';
-export { InvalidWriteError, LocalNotFoundError, NotSignedInError, OutboxNotEmptyError } from './client/errors.ts';
+export { InvalidWriteError, LocalNotFoundError, NotSignedInError, OutboxNotEmptyError, PlanDayError } from './client/errors.ts';
+export type { DayPlan, PlanDayOptions } from './model/plan-day.ts';
 export type { Patient, Visit } from './model/views.ts';
 export type { Rejection } from './storage/outbox.ts';
 export type { SyncError, SyncStatus } from './sync/status.ts';

@@ -63,6 +63,16 @@ const envSchema = z.object({
   WORKER_CONCURRENCY: int(4, 1),
   BODY_LIMIT_BYTES: int(1024 * 1024, 1024),
   SHUTDOWN_GRACE_MS: int(10_000, 0),
+  ROUTING_OSRM_URL: z.url().optional(),
+  ROUTING_TIMEOUT_MS: int(5000, 100),
+  GOOGLE_DISTANCE_MATRIX_KEY: z.string().min(1).optional(),
+  GOOGLE_DISTANCE_MATRIX_URL: z.url().default('https://maps.googleapis.com/maps/api/distancematrix/json'),
+  GOOGLE_DISTANCE_MATRIX_MAX_ELEMENTS: int(100, 1),
+  GEOCODER_NOMINATIM_URL: z.url().optional(),
+  GEOCODER_USER_AGENT: z.string().min(3).optional(),
+  GEOCODER_MIN_INTERVAL_MS: int(1000, 0),
+  GEOCODER_TIMEOUT_MS: int(5000, 100),
+  ROUTING_GPS_ACCURACY_METERS: int(50, 1),
 });
 
 export interface Config {
@@ -108,6 +118,22 @@ export interface Config {
   };
   readonly worker: { readonly enabled: boolean; readonly concurrency: number };
   readonly shutdownGraceMs: number;
+  /** Route optimisation: travel times and geocoding (docs/routing.md). */
+  readonly routing: {
+    /** An OSRM-compatible server (its `table` service); null: great-circle estimates. */
+    readonly osrmUrl: string | null;
+    /** Live traffic (the Distance Matrix API), tried before OSRM; null: not configured. */
+    readonly traffic: { readonly url: string; readonly apiKey: string; readonly maxElements: number } | null;
+    readonly timeoutMs: number;
+    /** A Nominatim-compatible geocoder; null: offline US ZIP centroids. */
+    readonly nominatimUrl: string | null;
+    readonly userAgent: string;
+    /** Spacing between geocoder requests (the public Nominatim allows one a second). */
+    readonly geocoderMinIntervalMs: number;
+    readonly geocoderTimeoutMs: number;
+    /** `arrive` fixes at most this inaccurate (metres) teach the patient's location. */
+    readonly gpsAccuracyMeters: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -184,5 +210,17 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     worker: { enabled: e.WORKER_ENABLED, concurrency: e.WORKER_CONCURRENCY },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    routing: {
+      osrmUrl: e.ROUTING_OSRM_URL ? e.ROUTING_OSRM_URL.replace(/\/+$/, '') : null,
+      traffic: e.GOOGLE_DISTANCE_MATRIX_KEY
+        ? { url: e.GOOGLE_DISTANCE_MATRIX_URL, apiKey: e.GOOGLE_DISTANCE_MATRIX_KEY, maxElements: e.GOOGLE_DISTANCE_MATRIX_MAX_ELEMENTS }
+        : null,
+      timeoutMs: e.ROUTING_TIMEOUT_MS,
+      nominatimUrl: e.GEOCODER_NOMINATIM_URL ? e.GEOCODER_NOMINATIM_URL.replace(/\/+$/, '') : null,
+      userAgent: e.GEOCODER_USER_AGENT ?? `Fieldchart/0.1 (+${e.APP_URL.replace(/\/+$/, '')})`,
+      geocoderMinIntervalMs: e.GEOCODER_MIN_INTERVAL_MS,
+      geocoderTimeoutMs: e.GEOCODER_TIMEOUT_MS,
+      gpsAccuracyMeters: e.ROUTING_GPS_ACCURACY_METERS,
+    },
   });
 }

@@ -283,6 +283,23 @@ forEachBackend('client-lib REST client: every endpoint', (backend) => {
     assert.equal(typeof saved.note, 'string');
   });
 
+  flow('route planning: policy, optimize, apply', async () => {
+    const { api } = await clinician();
+    await api.mySettings.update({ time_zone: 'UTC' });
+    assert.equal((await api.scheduling.policy()).day_start, '08:00');
+    const policy = await api.scheduling.updatePolicy({ home_base_lat: 40.0992, home_base_lng: -83.0171, buffer_minutes: 5 });
+    assert.deepEqual([policy.home_base_lat, policy.buffer_minutes], [40.0992, 5]);
+    const date = '2026-12-14';
+    for (const [i, address] of ['1 Capitol Square, Columbus, OH 43215', '800 E 17th Ave, Columbus, OH 43211', '1069 Jaeger St, Columbus, OH 43206'].entries()) {
+      await api.visits.schedule({ visit_date: date, start_time: `1${i}:00`, address });
+    }
+    const plan = await api.scheduling.optimize({ date });
+    assert.equal(plan.visits.length, 3);
+    assert.equal(plan.routing_source, 'great_circle');
+    const applied = await api.scheduling.apply({ date, visits: plan.visits.map((v) => ({ schedule_uuid: v.schedule_uuid, start_time: v.suggested_start_time })) });
+    assert.equal(applied.changed, 3);
+  });
+
   flow('organizations: invite and claim one, run it as admin, join requests, invitations (in-app and by link), leave', async () => {
     const publicApi = session().api;
     const inviter = await clinician();

@@ -53,6 +53,7 @@ forEachBackend('PHI at rest', (backend) => {
     objective: canary('OBJECTIVE'),
     assessment: canary('ASSESSMENT'),
     plan: canary('PLAN'),
+    homeBase: canary('HOMEBASE'),
   };
   const signature = signaturePng();
   const control = `CLEARCONTROL${tag}`;
@@ -70,7 +71,7 @@ forEachBackend('PHI at rest', (backend) => {
     const psql = database.sql!;
     await psql`checkpoint`;
     const parts: Buffer[] = [];
-    for (const table of ['patients', 'patient_referrals', 'visits', 'soap_notes', 'idempotency_keys', 'audit_log']) {
+    for (const table of ['patients', 'patient_referrals', 'visits', 'soap_notes', 'idempotency_keys', 'audit_log', 'scheduling_policies']) {
       const files = await psql`
         select pg_relation_filepath(c.oid) as path from pg_class c
         where c.oid = ${table}::regclass or c.oid = (select reltoastrelid from pg_class where oid = ${table}::regclass)
@@ -127,6 +128,8 @@ forEachBackend('PHI at rest', (backend) => {
       },
     });
     assert.equal(note.status, 200, JSON.stringify(note.body));
+    const policy = await server.api('PUT', '/scheduling/policy', { token, body: { home_base_address: planted.homeBase } });
+    assert.equal(policy.status, 200, JSON.stringify(policy.body));
 
     const bytes = await rawBytes();
     assert.ok(bytes.includes(Buffer.from(control)), 'the control value stored in clear is found: the scan sees table data');
@@ -179,6 +182,8 @@ forEachBackend('PHI at rest', (backend) => {
     } });
     assert.equal(replay.headers.get('idempotent-replayed'), 'true', 'the stored response was re-encrypted and replays');
     assert.equal(replay.body.data.uuid, patientUuid);
+
+    assert.equal((await server.api('GET', '/scheduling/policy', { token })).body.data.home_base_address, planted.homeBase);
 
     const again = (await runOperation(ctx, 'keys.reencrypt', {})) as { total: number };
     assert.equal(again.total, 0, 'idempotent: nothing left to re-encrypt');

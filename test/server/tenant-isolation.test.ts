@@ -62,6 +62,12 @@ const cases: Case[] = [
     path: () => '/schedule-visit-request-save',
     body: (i) => ({ patient_uuid: i?.patient ?? rnd(), visit_date: '2026-12-01', start_time: '09:00' }),
   },
+  {
+    covers: 'body:/scheduling/apply',
+    method: 'POST',
+    path: () => '/scheduling/apply',
+    body: (i) => ({ date: '2026-11-20', visits: [{ schedule_uuid: i?.visit ?? rnd(), start_time: '10:00' }] }),
+  },
 ];
 
 /** Path ids that name public things, by design not tenant data. */

@@ -19,7 +19,8 @@ import type { BackoffOptions } from '../sync/backoff.ts';
 import { draftName, scheduleUuidOfDraft, SOAP_SECTIONS } from '../sync/drafts.ts';
 import { SyncEngine, type SyncEvents } from '../sync/sync-engine.ts';
 import type { SyncStatus } from '../sync/status.ts';
-import { LocalNotFoundError, NotSignedInError, OutboxNotEmptyError } from './errors.ts';
+import { LocalNotFoundError, NotSignedInError, OutboxNotEmptyError, PlanDayError } from './errors.ts';
+import { planDayFrom } from '../model/plan-day.ts';
 import { checkArgs, checkTimerSequence, queueWrite } from './writes.ts';
 import type { FieldchartClient, FieldchartClientOptions, VisitReceipt } from './types.ts';
 
@@ -206,6 +207,14 @@ function buildClient(db: LocalDb, engine: SyncEngine, rest: RestClient, options:
         return (await receiptsOf([scheduleUuid]))[0] ?? { scheduleUuid, state: 'none', pendingMutations: 0, draftOnDeviceOnly: false, lastAcknowledgedAt: null };
       },
       receipts: () => receiptsOf(null),
+      async planDay(date, opts = {}) {
+        const day = (await visitsOf({ date })).filter((v) => v.status !== 'cancelled').sort(byVisitTime);
+        // Every cached visit: the GPS fixes of earlier visits place today's patients.
+        const history = await visitsOf({ after: '0000-00-00' });
+        const out = planDayFrom(day, history, opts);
+        if (!out.ok) throw new PlanDayError(out.message, out.reason);
+        return out.plan;
+      },
     },
 
     patients: {

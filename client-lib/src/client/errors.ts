@@ -54,3 +54,15 @@ export class NotSignedInError extends FieldchartClientError {
     super('Sign in first');
   }
 }
+
+/** `visits.planDay` cannot plan the day: too few placed visits, too many, or a plan past midnight. */
+export class PlanDayError extends FieldchartClientError {
+  override readonly name = 'PlanDayError';
+  /** The server's 422 codes: `too_few_geocodable_visits`, `too_many_visits`, `day_overflow`. */
+  readonly code: string;
+
+  constructor(message: string, code: string) {
+    super(message);
+    this.code = code;
+  }
+}

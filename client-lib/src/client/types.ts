@@ -4,6 +4,7 @@ import type { MutationArgs } from '@fieldchart/schema/sync';
 import type { FetchLike, RestClient, SignInBody, SignInResult } from '../rest/index.ts';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
 import type { Patient, Visit } from '../model/views.ts';
+import type { DayPlan, PlanDayOptions } from '../model/plan-day.ts';
 import type { Rejection } from '../storage/outbox.ts';
 import type { BackoffOptions } from '../sync/backoff.ts';
 import type { SoapSection } from '../sync/drafts.ts';
@@ -96,6 +97,13 @@ export interface FieldchartClient {
     receipt(scheduleUuid: string): Promise<VisitReceipt>;
     /** Receipts of every visit written about on this device. */
     receipts(): Promise<VisitReceipt[]>;
+    /**
+     * Re-plans `date` on the device, offline: the exact best order of that day's cached visits
+     * (the server's solver and rules), great-circle travel times, locations learned from cached
+     * `arrive` GPS fixes or given in `options.locations`. Changes nothing; throws
+     * {@link PlanDayError} where the server would answer 422. See docs/routing.md.
+     */
+    planDay(date: string, options?: PlanDayOptions): Promise<DayPlan>;
   };
 
   readonly patients: {

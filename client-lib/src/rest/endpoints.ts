@@ -32,7 +32,9 @@ import {
   refreshResult,
   registerResult,
   reportSummary,
+  routeSuggestion,
   scheduledVisit,
+  schedulingPolicy,
   sendOtpResult,
   settingsList,
   signInResult,
@@ -158,6 +160,11 @@ export const ENDPOINTS = {
   'visits.recordMileage': message('PUT', '/visit/:uuid/mileage'),
   'pushTokens.register': message('POST', '/register-fcm-token'),
   'sync.applyMutations': data('POST', '/sync/mutations', restMutationsResult),
+  // ---- route optimisation (scheduling.ts) -------------------------------------------------
+  'scheduling.policy': data('GET', '/scheduling/policy', schedulingPolicy),
+  'scheduling.updatePolicy': data('PUT', '/scheduling/policy', schedulingPolicy),
+  'scheduling.optimize': data('POST', '/scheduling/optimize', routeSuggestion),
+  'scheduling.apply': data('POST', '/scheduling/apply', z.object({ changed: z.number().int() })),
 
   // ---- dashboards and reports (reports.ts) -----------------------------------------------
   'reports.actionList': data('GET', '/dashboard-action-list', dashboardActionList),

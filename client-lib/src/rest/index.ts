@@ -114,3 +114,11 @@ export {
 } from './errors.ts';
 export type { SyncApi, SyncMutationsBody, SyncMutationsResult } from './areas/sync.ts';
 export type { FetchLike, QueryValues, TokenSource, UnauthorizedHandler } from './transport.ts';
+export type {
+  ApplyScheduleBody,
+  OptimizeBody,
+  RouteSuggestion,
+  SchedulingApi,
+  SchedulingPolicy,
+  SchedulingPolicyBody,
+} from './areas/scheduling.ts';

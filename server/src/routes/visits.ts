@@ -28,7 +28,7 @@ export const visitRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
       tags,
       summary: 'Schedule a visit',
       description:
-        'visit_date and start_time are wall-clock values in the clinician’s time zone (GET /my-settings). patient_uuid must be one of the caller’s patients; the visit is linked to the patient’s open referral and, without an address, uses the patient’s. Duration defaults by visit_type (evaluation 75, routine 45, reassessment 60, discharge 60, supervisory 30 minutes).',
+        'visit_date and start_time are wall-clock values in the clinician’s time zone (GET /my-settings). patient_uuid must be one of the caller’s patients; the visit is linked to the patient’s open referral and, without an address, uses the patient’s. Duration defaults by visit_type (evaluation 75, routine 45, reassessment 60, discharge 60, supervisory 30 minutes); with neither duration_minutes nor visit_type, the scheduling policy’s default_visit_minutes (45 until set).',
       body: visitRequestBody,
       response: { 200: envelope(z.object({ uuid: z.string() })), ...errors(401, 422) },
     },

@@ -22,6 +22,8 @@ export interface PhiKeyring {
   nameTokens(...names: Array<string | null | undefined>): string[];
   /** Tokens a search term must all match (one per word). */
   searchTokens(term: string): string[];
+  /** A keyed HMAC for exact-match lookups of a PHI value (the geocode cache's address key); `purpose` separates uses. */
+  lookupToken(purpose: string, value: string): string;
 }
 
 const PREFIX = 'fc1';
@@ -91,6 +93,10 @@ export function createPhiKeyring(file: PhiKeyFile): PhiKeyring {
     },
     searchTokens(term) {
       return normaliseName(term).map((w) => token(w.slice(0, MAX_PREFIX)));
+    },
+    lookupToken(purpose, value) {
+      // The NUL separator cannot occur in a name token's input, so the two uses never collide.
+      return createHmac('sha256', indexKey).update(`${purpose}\0${value}`).digest('base64url');
     },
   };
 }

@@ -22,6 +22,7 @@ import { seatOf } from './organizations/seats.ts';
 import { createPatients } from './patients/index.ts';
 import { createPhiRotation } from './keys/phi-rotation.ts';
 import { createReports } from './reports/index.ts';
+import { createRoutingServices } from './routing/index.ts';
 import { createDemoSeed } from './seed/demo-seed.ts';
 import { createThrottle } from './throttle.ts';
 import { createUsers } from './users/users.ts';
@@ -72,6 +73,7 @@ export function createServices(deps: ServiceDeps) {
     users: createUsers({ db, clock, sessions, joinRequests: organizationServices.joinRequests }),
     ...organizationServices,
     ...createVisitServices({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
+    ...createRoutingServices({ db, clock, phi: deps.phi, audit, config }),
     idempotency,
     maintenance: createMaintenance({ db, clock, idempotency, embedded: config.database.kind === 'pglite' }),
     /** The caller's organization seat, for audit contexts (http/audit-context.ts). */

@@ -33,6 +33,10 @@ export const PHI_TABLES: readonly PhiTable[] = [
   },
   // Yjs updates of draft notes, bound to their (sequence-drawn) id; server/src/sync/drafts-store.ts.
   { table: 'draft_updates', key: ['id'], columns: ['update_enc'], rowId: byId },
+  // The clinician's home address (services/routing/policy.ts), bound to the user id.
+  { table: 'scheduling_policies', key: ['user_id'], columns: ['home_base_address_enc'], rowId: byId },
+  // Geocoded points, bound to their keyed-hash address key (services/routing/geocoder.ts).
+  { table: 'geocode_cache', key: ['address_key'], columns: ['point_enc'], rowId: byId },
   // Stored idempotent responses can carry PHI; services/idempotency.ts binds them to scope NUL key.
   {
     table: 'idempotency_keys',

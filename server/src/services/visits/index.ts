@@ -5,6 +5,7 @@ import type { AuditLog } from '../audit/audit-log.ts';
 import type { ClinicianSettingsService } from '../clinician-settings.ts';
 import { createMileage } from './mileage.ts';
 import { createPushTokens } from './push-tokens.ts';
+import { createReschedule } from './reschedule.ts';
 import { createScheduling } from './scheduling.ts';
 import { createSoapNotes } from './soap-notes.ts';
 import { createTimerEvents } from './timer-events.ts';
@@ -16,6 +17,7 @@ export function createVisitServices(deps: { db: Db; clock: Clock; phi: PhiCrypto
   const records = createVisitRecords({ phi: deps.phi });
   return {
     visitScheduling: createScheduling(deps),
+    visitReschedule: createReschedule(deps),
     visitQueries: createVisitQueries({ ...deps, records }),
     visitTimer: createTimerEvents(deps),
     soapNotes: createSoapNotes(deps),

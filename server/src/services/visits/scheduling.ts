@@ -2,7 +2,7 @@
 import { and, desc, eq, isNull } from 'drizzle-orm';
 import type * as z from 'zod';
 import type { visitRequestBody } from '@fieldchart/schema/api';
-import { patientReferrals, patients, visits } from '@fieldchart/schema/db';
+import { patientReferrals, patients, schedulingPolicies, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
 import { Conflict, Invalid } from '../../errors.ts';
@@ -68,6 +68,10 @@ export function createScheduling(deps: { db: Db; clock: Clock; phi: PhiCrypto; a
         }
         const seat = await seatOf(tx, ownerId);
         const visitType = input.visit_type ?? 'routine';
+        // A visit that names neither duration nor type takes the clinician's policy default (PUT /scheduling/policy).
+        const [policy] = input.duration_minutes === undefined && input.visit_type === undefined
+          ? await tx.select({ minutes: schedulingPolicies.defaultVisitMinutes }).from(schedulingPolicies).where(eq(schedulingPolicies.userId, ownerId))
+          : [];
         const now = clock.now();
         await tx.insert(visits).values({
           id,
@@ -77,7 +81,7 @@ export function createScheduling(deps: { db: Db; clock: Clock; phi: PhiCrypto; a
           referralId,
           visitDate: input.visit_date,
           startTime: input.start_time,
-          durationMinutes: input.duration_minutes ?? DURATION_BY_TYPE[visitType] ?? 45,
+          durationMinutes: input.duration_minutes ?? policy?.minutes ?? DURATION_BY_TYPE[visitType] ?? 45,
           visitType,
           status: 'scheduled',
           addressEnc: phi.seal(address, 'visits', 'address_enc', id),
