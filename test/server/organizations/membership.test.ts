@@ -69,7 +69,7 @@ forEachBackend('organizations: search, profile, join requests, leave', (backend)
     assert.equal(mine.body.data.role, 'admin');
     assert.equal(mine.body.data.features.follow_ups, true, 'home_health_agency default');
     assert.equal(mine.body.data.terminology.note, 'visit note');
-    assert.equal(await subscriptionOf(requester.uuid), 'org_managed');
+    assert.equal(await subscriptionOf(requester.token), 'org_managed');
   });
 
   test('GET /organizations needs a bearer token; bad requests are 422', async () => {
@@ -165,7 +165,7 @@ forEachBackend('organizations: search, profile, join requests, leave', (backend)
     const seat = await server.api('GET', '/my-organization', { token: alice.token });
     assert.equal(seat.body.data.uuid, org.uuid);
     assert.equal(seat.body.data.role, 'member');
-    assert.equal(await subscriptionOf(alice.uuid), 'org_managed');
+    assert.equal(await subscriptionOf(alice.token), 'org_managed');
     assert.deepEqual((await server.api('GET', '/my-join-requests', { token: alice.token })).body.data, []);
 
     const twice = await server.api('POST', `/my-organization/join-requests/${idOf(alice)}/approve`, { token: org.admin.token });
