@@ -19,6 +19,7 @@ import {
 } from './areas/organizations.ts';
 import { documentsApi, patientsApi, type DocumentsApi, type PatientsApi } from './areas/patients.ts';
 import { reportsApi, type ReportsApi } from './areas/reports.ts';
+import { subscriptionApi, type SubscriptionApi } from './areas/subscription.ts';
 import { syncApi, type SyncApi } from './areas/sync.ts';
 import { pushTokensApi, visitsApi, type PushTokensApi, type VisitsApi } from './areas/visits.ts';
 
@@ -73,6 +74,8 @@ export interface RestClient extends AccountsApi {
   readonly reports: ReportsApi;
   /** The sync channel's HTTP fallback for queued mutations. */
   readonly sync: SyncApi;
+  /** Subscription status and store receipts. */
+  readonly subscription: SubscriptionApi;
 }
 
 /**
@@ -114,5 +117,6 @@ export function createRestClient(options: RestClientOptions): RestClient {
     pushTokens: pushTokensApi(call),
     reports: reportsApi(call),
     sync: syncApi(call),
+    subscription: subscriptionApi(call),
   };
 }
