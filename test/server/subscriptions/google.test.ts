@@ -153,6 +153,9 @@ forEachBackend('subscriptions: Google Play', (backend) => {
     assert.equal((await status(u.token)).subscription_status, 'active');
     const otherApp = await push(play.push({ purchaseToken: t, notificationType: 13, packageName: 'com.other.app' }));
     assert.match(otherApp.body.message, /ignored/);
+    const unknownToken = await push(play.push({ purchaseToken: `unknown-${randomUUID()}`, notificationType: 4 }));
+    assert.equal(unknownToken.status, 200);
+    assert.match(unknownToken.body.message, /ignored/);
     assert.equal((await push({ message: { data: Buffer.from('{}').toString('base64'), messageId: randomUUID() } })).status, 422);
     assert.equal((await status(u.token)).subscription_status, 'active');
   });

@@ -4,7 +4,7 @@ import type { SubscriptionState, VerifyReceiptBody } from '@fieldchart/schema/ap
 import { isUniqueViolation, type Db } from '../../db/database.ts';
 import type { Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
-import { Conflict, NotFound } from '../../errors.ts';
+import { Conflict, Invalid, NotFound } from '../../errors.ts';
 import type { Principal } from '../auth/sessions.ts';
 import { findUserById } from '../users/user-profile.ts';
 import { createAppleStore, type AppleStore } from './apple-store.ts';
@@ -107,12 +107,14 @@ export function createSubscriptions(deps: {
     });
   }
 
+  async function status(principal: Principal): Promise<SubscriptionState> {
+    const u = await findUserById(db, principal.userId);
+    if (!u) throw new NotFound('User not found', 'user_not_found');
+    return readSubscription(db, u, clock.now());
+  }
+
   return {
-    async status(principal: Principal): Promise<SubscriptionState> {
-      const u = await findUserById(db, principal.userId);
-      if (!u) throw new NotFound('User not found', 'user_not_found');
-      return readSubscription(db, u, clock.now());
-    },
+    status,
 
     /** POST /subscription/verify-receipt: verified with the store, bound to the caller once. */
     async verifyReceipt(principal: Principal, body: VerifyReceiptBody): Promise<SubscriptionState> {
@@ -134,7 +136,7 @@ export function createSubscriptions(deps: {
           if (!s.acknowledged) await google.acknowledge(s.productId, token);
         });
       }
-      return this.status(principal);
+      return status(principal);
     },
 
     /** App Store Server Notifications v2 (POST {signedPayload}). */
@@ -148,8 +150,16 @@ export function createSubscriptions(deps: {
     async googleNotification(authorization: string | undefined, push: PubSubPush): Promise<NotificationOutcome> {
       if (!google) throw notConfigured('Google Play');
       const n = await google.notification(authorization, push);
-      // The message only says "something changed": the state comes from the API.
-      const s = n.purchaseToken ? await google.subscription(n.purchaseToken, { revoked: n.revoked }) : null;
+      // The message only says "something changed": the state comes from the API. A token the
+      // API does not know is recorded and ignored (Pub/Sub would otherwise redeliver it forever).
+      let s: StoreSubscription | null = null;
+      if (n.purchaseToken) {
+        try {
+          s = await google.subscription(n.purchaseToken, { revoked: n.revoked });
+        } catch (err) {
+          if (!(err instanceof Invalid)) throw err;
+        }
+      }
       return applyNotification('google', n.notificationId, n.kind, s, true);
     },
   };
