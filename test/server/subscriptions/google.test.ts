@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import { count, eq } from 'drizzle-orm';
 import { storePurchases, users } from '@fieldchart/schema/db';
 import { forEachBackend } from '../../helpers/backends.ts';
+import { manualClock } from '../../helpers/clock.ts';
 import { startIdProvider, type IdProvider } from '../../helpers/id-provider.ts';
 import { startGoogleStandIn, type GoogleStandIn } from '../../helpers/store-stand-ins.ts';
 import { registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
@@ -23,9 +24,12 @@ forEachBackend('subscriptions: Google Play', (backend) => {
   let server: TestServer;
   let play: GoogleStandIn;
   let oidc: IdProvider;
+  // Starts at the real time (the stand-ins sign with it) and moves only to expire the access token.
+  const clock = manualClock();
   before(async () => {
     [play, oidc] = await Promise.all([startGoogleStandIn(), startIdProvider('google', PUSH_AUDIENCE)]);
     server = await startTestServer(backend, {
+      clock,
       env: { ...play.env, GOOGLE_JWKS_URL: oidc.jwksUrl, GOOGLE_PUBSUB_AUDIENCE: PUSH_AUDIENCE, GOOGLE_PUBSUB_SERVICE_ACCOUNT: PUSH_ACCOUNT },
     });
   });
@@ -48,7 +52,7 @@ forEachBackend('subscriptions: Google Play', (backend) => {
   const push = async (body: unknown, bearer?: string) =>
     server.api('POST', '/subscription/notifications/google', { body, headers: bearer === undefined ? { authorization: `Bearer ${await pushToken()}` } : bearer ? { authorization: `Bearer ${bearer}` } : {} });
 
-  test('a verified purchase is granted and acknowledged; the access token is exchanged once and reused', async () => {
+  test('a verified purchase is granted and acknowledged; the access token is exchanged once, reused, and renewed after it expires', async () => {
     const u = await registerUser(server);
     const exchangesBefore = play.tokenExchanges();
     const t = purchase();
@@ -67,6 +71,15 @@ forEachBackend('subscriptions: Google Play', (backend) => {
     // Two verifications, three API calls (get, acknowledge, get): one token exchange.
     assert.equal(exchangesBefore, 0);
     assert.equal(play.tokenExchanges(), 1);
+    // An hour later the token (expires_in 3599) is exchanged anew.
+    clock.advance(3600);
+    try {
+      const w = await registerUser(server);
+      assert.equal((await verify(w.token, purchase())).status, 200);
+      assert.equal(play.tokenExchanges(), 2);
+    } finally {
+      clock.advance(-3600);
+    }
     const signIn = await server.api('POST', '/sign-in', { body: { email: v.email, password: v.password } });
     assert.equal(signIn.body.data.loginData.subscription_status, 'active');
   });
