@@ -27,6 +27,7 @@ import { organizationRoutes } from './routes/organizations.ts';
 import { patientRoutes } from './routes/patients.ts';
 import { reportRoutes } from './routes/reports.ts';
 import { schedulingRoutes } from './routes/scheduling.ts';
+import { subscriptionRoutes } from './routes/subscription.ts';
 import { visitRoutes } from './routes/visits.ts';
 import type { Services } from './services/index.ts';
 import { createSyncHub, MAX_FRAME_BYTES, type SyncHub } from './sync/hub.ts';
@@ -180,6 +181,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await api.register(reportRoutes, { services });
       await api.register(visitRoutes, { services });
       await api.register(schedulingRoutes, { services });
+      await api.register(subscriptionRoutes, { services });
       if (hub) await api.register(hub.routes);
       api.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
     },

@@ -73,7 +73,55 @@ const envSchema = z.object({
   GEOCODER_MIN_INTERVAL_MS: int(1000, 0),
   GEOCODER_TIMEOUT_MS: int(5000, 100),
   ROUTING_GPS_ACCURACY_METERS: int(50, 1),
+  // In-app purchases (docs/subscriptions.md).
+  APPLE_IAP_ISSUER_ID: z.string().min(1).optional(),
+  APPLE_IAP_KEY_ID: z.string().min(1).optional(),
+  APPLE_IAP_PRIVATE_KEY: z.string().min(1).optional(),
+  APPLE_BUNDLE_ID: z.string().min(1).optional(),
+  APPLE_APP_APPLE_ID: z.coerce.number().int().positive().optional(),
+  APPLE_IAP_ENVIRONMENT: z.enum(['Production', 'Sandbox']).default('Production'),
+  APPLE_IAP_API_URL: z.url().optional(),
+  APPLE_ROOT_CERTS_DIR: z.string().min(1).optional(),
+  APPLE_IAP_ONLINE_CHECKS: bool(true),
+  GOOGLE_PLAY_SERVICE_ACCOUNT_JSON: z.string().min(1).optional(),
+  GOOGLE_PLAY_PACKAGE_NAME: z.string().min(1).optional(),
+  GOOGLE_PLAY_API_URL: z.url().default('https://androidpublisher.googleapis.com'),
+  GOOGLE_PLAY_TOKEN_URL: z.url().optional(),
+  GOOGLE_PUBSUB_AUDIENCE: z.string().min(1).optional(),
+  GOOGLE_PUBSUB_SERVICE_ACCOUNT: z.string().min(1).optional(),
 });
+
+const serviceAccountSchema = z.object({
+  client_email: z.string().min(1),
+  private_key: z.string().includes('PRIVATE KEY', { message: 'must be a PEM private key' }),
+  token_uri: z.url().optional(),
+});
+
+export interface AppleIapConfig {
+  /** App Store Server API credentials (App Store Connect → Users and Access → Integrations → In-App Purchase). */
+  readonly api: { readonly issuerId: string; readonly keyId: string; readonly privateKey: string } | null;
+  readonly bundleId: string;
+  readonly appAppleId: number | null;
+  readonly environment: 'Production' | 'Sandbox';
+  /** Overrides the App Store Server API base URL (tests' stand-in); null: Apple's for the environment. */
+  readonly apiUrl: string | null;
+  /** Directory of trusted root certificates (DER or PEM); null: the embedded Apple Root CA - G3. */
+  readonly rootCertsDir: string | null;
+  /** OCSP revocation checks of the signing chain (needs Apple's OCSP responder). */
+  readonly onlineChecks: boolean;
+}
+
+export interface GooglePlayConfig {
+  /** The service account the Play Console granted "View financial data, orders and subscriptions"; null: receipts cannot be verified. */
+  readonly serviceAccount: { readonly clientEmail: string; readonly privateKey: string } | null;
+  readonly packageName: string;
+  readonly apiUrl: string;
+  readonly tokenUrl: string;
+  /** Expected `aud` of the Pub/Sub push OIDC token; null: notifications are refused. */
+  readonly pushAudience: string | null;
+  /** Expected `email` of the push token (the push subscription's service account); null: any Google-signed token for the audience. */
+  readonly pushServiceAccount: string | null;
+}
 
 export interface Config {
   readonly env: 'development' | 'production' | 'test';
@@ -134,6 +182,10 @@ export interface Config {
     /** `arrive` fixes at most this inaccurate (metres) teach the patient's location. */
     readonly gpsAccuracyMeters: number;
   };
+  /** null when APPLE_BUNDLE_ID is unset: no App Store to verify against. */
+  readonly appleIap: AppleIapConfig | null;
+  /** null when GOOGLE_PLAY_PACKAGE_NAME is unset: no Play store to verify against. */
+  readonly googlePlay: GooglePlayConfig | null;
 }
 
 export class ConfigError extends Error {
@@ -170,6 +222,34 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     );
   }
   const dataDir = path.resolve(e.FIELDCHART_DATA_DIR);
+  const fail = (line: string) => {
+    throw new ConfigError(`Invalid configuration:\n  ${line}`);
+  };
+  const appleApiVars = [e.APPLE_IAP_ISSUER_ID, e.APPLE_IAP_KEY_ID, e.APPLE_IAP_PRIVATE_KEY];
+  if (appleApiVars.some(Boolean) && !appleApiVars.every(Boolean)) {
+    fail('APPLE_IAP_ISSUER_ID, APPLE_IAP_KEY_ID and APPLE_IAP_PRIVATE_KEY must be set together');
+  }
+  if (appleApiVars.every(Boolean) && !e.APPLE_BUNDLE_ID) fail('APPLE_BUNDLE_ID is required with the App Store Server API credentials');
+  if (e.APPLE_BUNDLE_ID && e.APPLE_IAP_ENVIRONMENT === 'Production' && !e.APPLE_APP_APPLE_ID) {
+    fail('APPLE_APP_APPLE_ID is required when APPLE_IAP_ENVIRONMENT=Production (notifications are checked against it)');
+  }
+  let serviceAccount: GooglePlayConfig['serviceAccount'] = null;
+  let serviceAccountTokenUri: string | undefined;
+  if (e.GOOGLE_PLAY_SERVICE_ACCOUNT_JSON) {
+    if (!e.GOOGLE_PLAY_PACKAGE_NAME) fail('GOOGLE_PLAY_PACKAGE_NAME is required with GOOGLE_PLAY_SERVICE_ACCOUNT_JSON');
+    let json: unknown;
+    try {
+      json = JSON.parse(e.GOOGLE_PLAY_SERVICE_ACCOUNT_JSON);
+    } catch {
+      fail('GOOGLE_PLAY_SERVICE_ACCOUNT_JSON must be the JSON key file of a service account');
+    }
+    const sa = serviceAccountSchema.safeParse(json);
+    if (!sa.success) fail(`GOOGLE_PLAY_SERVICE_ACCOUNT_JSON: ${sa.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`);
+    else {
+      serviceAccount = { clientEmail: sa.data.client_email, privateKey: sa.data.private_key };
+      serviceAccountTokenUri = sa.data.token_uri;
+    }
+  }
   return deepFreeze<Config>({
     env: e.NODE_ENV,
     logLevel: e.LOG_LEVEL,
@@ -222,5 +302,29 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       geocoderTimeoutMs: e.GEOCODER_TIMEOUT_MS,
       gpsAccuracyMeters: e.ROUTING_GPS_ACCURACY_METERS,
     },
+    appleIap: e.APPLE_BUNDLE_ID
+      ? {
+          api:
+            e.APPLE_IAP_ISSUER_ID && e.APPLE_IAP_KEY_ID && e.APPLE_IAP_PRIVATE_KEY
+              ? { issuerId: e.APPLE_IAP_ISSUER_ID, keyId: e.APPLE_IAP_KEY_ID, privateKey: e.APPLE_IAP_PRIVATE_KEY.replace(/\\n/g, '\n') }
+              : null,
+          bundleId: e.APPLE_BUNDLE_ID,
+          appAppleId: e.APPLE_APP_APPLE_ID ?? null,
+          environment: e.APPLE_IAP_ENVIRONMENT,
+          apiUrl: e.APPLE_IAP_API_URL?.replace(/\/+$/, '') ?? null,
+          rootCertsDir: e.APPLE_ROOT_CERTS_DIR ?? null,
+          onlineChecks: e.APPLE_IAP_ONLINE_CHECKS,
+        }
+      : null,
+    googlePlay: e.GOOGLE_PLAY_PACKAGE_NAME
+      ? {
+          serviceAccount,
+          packageName: e.GOOGLE_PLAY_PACKAGE_NAME,
+          apiUrl: e.GOOGLE_PLAY_API_URL.replace(/\/+$/, ''),
+          tokenUrl: e.GOOGLE_PLAY_TOKEN_URL ?? serviceAccountTokenUri ?? 'https://oauth2.googleapis.com/token',
+          pushAudience: e.GOOGLE_PUBSUB_AUDIENCE ?? null,
+          pushServiceAccount: e.GOOGLE_PUBSUB_SERVICE_ACCOUNT ?? null,
+        }
+      : null,
   });
 }

@@ -22,6 +22,7 @@ import {
 } from '@fieldchart/client';
 import { forEachBackend } from '../helpers/backends.ts';
 import { startIdProvider, type IdProvider } from '../helpers/id-provider.ts';
+import { startGoogleStandIn, type GoogleStandIn } from '../helpers/store-stand-ins.ts';
 import { newAccount, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { mailedVerificationCode } from '../helpers/verify-email.ts';
 
@@ -66,17 +67,20 @@ function memberAt(client: RestClient, name: string): unknown {
 forEachBackend('client-lib REST client: every endpoint', (backend) => {
   let server: TestServer;
   let google: IdProvider;
+  let play: GoogleStandIn;
   const succeeded = new Set<EndpointName>();
   const declared: string[] = [];
   const passed = new Set<string>();
 
   before(async () => {
     google = await startIdProvider('google', AUDIENCE);
-    server = await startTestServer(backend, { env: { GOOGLE_CLIENT_IDS: AUDIENCE, GOOGLE_JWKS_URL: google.jwksUrl } });
+    play = await startGoogleStandIn();
+    server = await startTestServer(backend, { env: { GOOGLE_CLIENT_IDS: AUDIENCE, GOOGLE_JWKS_URL: google.jwksUrl, ...play.env } });
   });
   after(async () => {
     await server.close();
     await google.close();
+    await play.close();
   });
   // Only meaningful when every flow ran and passed (not under a name filter, not after a failure).
   after(() => {
@@ -371,6 +375,21 @@ forEachBackend('client-lib REST client: every endpoint', (backend) => {
     );
 
     assert.match((await inviter.api.organizations.request({ name: uniqueName('Harbor Rehab'), type: 'private_practice' })).message, /approved/);
+  });
+
+  flow('subscription: status, a Google Play purchase verified once', async () => {
+    const { api } = await clinician();
+    assert.equal((await api.subscription.status()).subscription_status, 'trial');
+    const purchase_token = `gp-${randomUUID()}`;
+    play.setSubscription(purchase_token, { productId: 'service_monthly', expiryTime: new Date(Date.now() + 30 * 86_400_000) });
+    const body = { product_id: 'service_monthly', platform: 'google', purchase_token } as const;
+    assert.equal(typeof (await api.subscription.verifyReceipt(body)).message, 'string');
+    const state = await api.subscription.status();
+    assert.equal(state.subscription_status, 'active');
+    assert.equal(state.platform, 'google');
+    const again = await apiError(() => api.subscription.verifyReceipt(body));
+    assert.equal(again.status, 409);
+    assert.equal(again.code, 'receipt_already_processed');
   });
 
   flow('failures are FieldchartApiError with status and code (404, 403, 409, 422)', async () => {

@@ -26,6 +26,8 @@ const SPEC_ROUTES: ReadonlyArray<{ method: string; path: string; public: boolean
   { method: 'post', path: '/complete-onboarding', public: false },
   { method: 'get', path: '/therapist-discipline', public: false },
   { method: 'get', path: '/master/setting-list', public: false },
+  { method: 'get', path: '/subscription/status', public: false },
+  { method: 'post', path: '/subscription/verify-receipt', public: false },
 ];
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'];
@@ -100,8 +102,12 @@ forEachBackend('API description and health', (backend) => {
     const registered = registeredRoutes(server.runtime.app.printRoutes({ commonPrefix: false }));
     // The documentation itself (swagger-ui's assets, the JSON) is deliberately not an operation.
     // The sync channel is a websocket, described by docs/sync-protocol.md rather than OpenAPI.
+    // The stores' notification webhooks are called by Apple and Google Pub/Sub, not by apps:
+    // docs/subscriptions.md describes them.
+    const storeWebhooks = [`post ${API}/subscription/notifications/apple`, `post ${API}/subscription/notifications/google`];
+    assert.ok(storeWebhooks.every((r) => registered.has(r)), 'the store webhooks are registered');
     const expected = [...registered]
-      .filter((r) => !/^\w+ \/docs(\/|$)/.test(r) && r !== `get ${API}/openapi.json` && r !== `get ${API}/sync`)
+      .filter((r) => !/^\w+ \/docs(\/|$)/.test(r) && r !== `get ${API}/openapi.json` && r !== `get ${API}/sync` && !storeWebhooks.includes(r))
       .sort();
     assert.ok(expected.length >= SPEC_ROUTES.length, `route tree not understood:\n${server.runtime.app.printRoutes({ commonPrefix: false })}`);
     const documented = operations(doc.paths)

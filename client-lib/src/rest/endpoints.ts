@@ -37,6 +37,7 @@ import {
   schedulingPolicy,
   sendOtpResult,
   settingsList,
+  subscriptionState,
   signInResult,
   therapistEarning,
   timeSavedReport,
@@ -173,6 +174,10 @@ export const ENDPOINTS = {
   'reports.problemNotes': data('GET', '/problem-notes', z.array(problemNote)),
   'reports.summary': data('GET', '/reports/summary', reportSummary),
   'reports.timeSaved': data('GET', '/reports/time-saved', timeSavedReport),
+
+  // ---- subscription (subscription.ts; the stores' notification endpoints are not the app's) --
+  'subscription.status': data('GET', '/subscription/status', subscriptionState),
+  'subscription.verifyReceipt': message('POST', '/subscription/verify-receipt'),
 } as const;
 
 /** A client method name that is a key of {@link ENDPOINTS}, e.g. `'visits.upcoming'`. */

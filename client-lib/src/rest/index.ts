@@ -112,6 +112,7 @@ export {
   type FieldErrors,
   type ResponseIssue,
 } from './errors.ts';
+export type { SubscriptionApi, SubscriptionState, VerifyReceiptBody } from './areas/subscription.ts';
 export type { SyncApi, SyncMutationsBody, SyncMutationsResult } from './areas/sync.ts';
 export type { FetchLike, QueryValues, TokenSource, UnauthorizedHandler } from './transport.ts';
 export type {

@@ -20,6 +20,7 @@ import {
 import { documentsApi, patientsApi, type DocumentsApi, type PatientsApi } from './areas/patients.ts';
 import { reportsApi, type ReportsApi } from './areas/reports.ts';
 import { schedulingApi, type SchedulingApi } from './areas/scheduling.ts';
+import { subscriptionApi, type SubscriptionApi } from './areas/subscription.ts';
 import { syncApi, type SyncApi } from './areas/sync.ts';
 import { pushTokensApi, visitsApi, type PushTokensApi, type VisitsApi } from './areas/visits.ts';
 
@@ -76,6 +77,8 @@ export interface RestClient extends AccountsApi {
   readonly sync: SyncApi;
   /** Scheduling policy, route suggestions and rescheduling a day. */
   readonly scheduling: SchedulingApi;
+  /** Subscription status and store receipts. */
+  readonly subscription: SubscriptionApi;
 }
 
 /**
@@ -118,5 +121,6 @@ export function createRestClient(options: RestClientOptions): RestClient {
     reports: reportsApi(call),
     sync: syncApi(call),
     scheduling: schedulingApi(call),
+    subscription: subscriptionApi(call),
   };
 }

@@ -7,3 +7,4 @@ export * from './visits.ts';
 export * from './clinician-settings.ts';
 export * from './reports.ts';
 export * from './scheduling.ts';
+export * from './subscription.ts';

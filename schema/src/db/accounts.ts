@@ -26,11 +26,8 @@ export const users = pgTable(
     licenseNumber: text('license_number'),
     licenseState: text('license_state'),
     needsOnboarding: boolean('needs_onboarding').notNull().default(true),
-    subscriptionStatus: text('subscription_status').notNull().default('trial'),
+    /** Subscription status is derived (subscriptionStatusOf), never stored: see store_purchases. */
     trialEndsAt: ts('trial_ends_at'),
-    subscriptionExpiresAt: ts('subscription_expires_at'),
-    productId: text('product_id'),
-    platform: text('platform'),
     disabledAt: ts('disabled_at'),
     /**
      * When the owner proved they receive mail at `email` (a mailed code, the invitation

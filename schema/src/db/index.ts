@@ -4,3 +4,4 @@ export * from './organizations.ts';
 export * from './clinical.ts';
 export * from './sync.ts';
 export * from './scheduling.ts';
+export * from './subscriptions.ts';

@@ -24,6 +24,7 @@ import { createPhiRotation } from './keys/phi-rotation.ts';
 import { createReports } from './reports/index.ts';
 import { createRoutingServices } from './routing/index.ts';
 import { createDemoSeed } from './seed/demo-seed.ts';
+import { createSubscriptions } from './subscriptions/index.ts';
 import { createThrottle } from './throttle.ts';
 import { createUsers } from './users/users.ts';
 import { createVisitServices } from './visits/index.ts';
@@ -82,6 +83,7 @@ export function createServices(deps: ServiceDeps) {
     auditExport: createAuditExport({ db, audit }),
     phiKeys: createPhiRotation({ db, config, phi: deps.phi, audit }),
     reports: createReports({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
+    subscriptions: createSubscriptions({ db, clock, config }),
     demoSeed: createDemoSeed({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
   };
 }

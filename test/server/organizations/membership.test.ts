@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { users } from '@fieldchart/schema/db';
+import { storePurchases, users } from '@fieldchart/schema/db';
 import { eq } from 'drizzle-orm';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
@@ -19,10 +19,7 @@ forEachBackend('organizations: search, profile, join requests, leave', (backend)
   });
   after(() => server.close());
 
-  const subscriptionOf = async (userId: string) => {
-    const [u] = await server.runtime.database.db.select().from(users).where(eq(users.id, userId));
-    return u?.subscriptionStatus;
-  };
+  const subscriptionOf = async (token: string) => (await server.api('GET', '/subscription/status', { token })).body.data.subscription_status;
 
   test('a requested organization stays unlisted until an operator approves it; search is listed-only and case-insensitive', async () => {
     const requester = await registerUser(server);
@@ -72,7 +69,7 @@ forEachBackend('organizations: search, profile, join requests, leave', (backend)
     assert.equal(mine.body.data.role, 'admin');
     assert.equal(mine.body.data.features.follow_ups, true, 'home_health_agency default');
     assert.equal(mine.body.data.terminology.note, 'visit note');
-    assert.equal(await subscriptionOf(requester.uuid), 'org_managed');
+    assert.equal(await subscriptionOf(requester.token), 'org_managed');
   });
 
   test('GET /organizations needs a bearer token; bad requests are 422', async () => {
@@ -168,7 +165,7 @@ forEachBackend('organizations: search, profile, join requests, leave', (backend)
     const seat = await server.api('GET', '/my-organization', { token: alice.token });
     assert.equal(seat.body.data.uuid, org.uuid);
     assert.equal(seat.body.data.role, 'member');
-    assert.equal(await subscriptionOf(alice.uuid), 'org_managed');
+    assert.equal(await subscriptionOf(alice.token), 'org_managed');
     assert.deepEqual((await server.api('GET', '/my-join-requests', { token: alice.token })).body.data, []);
 
     const twice = await server.api('POST', `/my-organization/join-requests/${idOf(alice)}/approve`, { token: org.admin.token });
@@ -217,29 +214,40 @@ forEachBackend('organizations: search, profile, join requests, leave', (backend)
     assert.equal(elsewhere.body.code, 'already_in_organization');
   });
 
-  test('leave: 404 without a seat; org_managed becomes expired, or active while an own subscription runs', async () => {
+  test('leave: 404 without a seat; org_managed falls back to trial, active while an own purchase runs, else expired', async () => {
     const org = await orgWithAdmin(server);
     const solo = await registerUser(server);
     const notIn = await server.api('POST', '/my-organization/leave', { token: solo.token });
     assert.equal(notIn.status, 404);
     assert.equal(notIn.body.code, 'not_in_organization');
 
-    const [plain, paying] = await Promise.all([memberOf(server, org), memberOf(server, org)]);
-    await server.runtime.database.db
-      .update(users)
-      .set({ subscriptionExpiresAt: new Date(Date.now() + 30 * 86_400_000) })
-      .where(eq(users.id, paying.uuid));
+    const [inTrial, lapsed, paying] = await Promise.all([memberOf(server, org), memberOf(server, org), memberOf(server, org)]);
+    for (const m of [inTrial, lapsed, paying]) assert.equal(await subscriptionOf(m.token), 'org_managed');
+    const db = server.runtime.database.db;
+    await db.update(users).set({ trialEndsAt: new Date(Date.now() - 86_400_000) }).where(eq(users.id, lapsed.uuid));
+    await db.update(users).set({ trialEndsAt: new Date(Date.now() - 86_400_000) }).where(eq(users.id, paying.uuid));
+    await db.insert(storePurchases).values({
+      userId: paying.uuid,
+      platform: 'google',
+      storeKey: `token-${randomUUID()}`,
+      productId: 'service_monthly',
+      environment: 'production',
+      expiresAt: new Date(Date.now() + 30 * 86_400_000),
+      storeStateAt: new Date(),
+    });
 
-    const left = await server.api('POST', '/my-organization/leave', { token: plain.token });
+    const left = await server.api('POST', '/my-organization/leave', { token: inTrial.token });
     assert.equal(left.status, 200);
-    assert.match(left.body.message, /expired/);
-    assert.equal(await subscriptionOf(plain.uuid), 'expired');
-    assert.equal((await server.api('GET', '/my-organization', { token: plain.token })).status, 404);
-    const config = await server.api('GET', '/my-organization/config', { token: plain.token });
+    assert.match(left.body.message, /now trial/);
+    assert.equal(await subscriptionOf(inTrial.token), 'trial');
+    assert.equal((await server.api('GET', '/my-organization', { token: inTrial.token })).status, 404);
+    const config = await server.api('GET', '/my-organization/config', { token: inTrial.token });
     assert.equal(config.body.data.source, 'solo');
 
-    assert.equal((await server.api('POST', '/my-organization/leave', { token: paying.token })).status, 200);
-    assert.equal(await subscriptionOf(paying.uuid), 'active');
+    assert.match((await server.api('POST', '/my-organization/leave', { token: lapsed.token })).body.message, /now expired/);
+    assert.equal(await subscriptionOf(lapsed.token), 'expired');
+    assert.match((await server.api('POST', '/my-organization/leave', { token: paying.token })).body.message, /now active/);
+    assert.equal(await subscriptionOf(paying.token), 'active');
 
     const count = await server.api('GET', '/my-organization', { token: org.admin.token });
     assert.equal(count.body.data.member_count, 1);

@@ -8,13 +8,13 @@ import { Invalid, NotFound, TooMany, Unauthorized } from '../../errors.ts';
 import type { IdTokenVerifier, SocialProvider } from '../../security/id-token-verifier.ts';
 import { burnVerification, hashSecret, verifySecret } from '../../security/passwords.ts';
 import type { Throttle, ThrottleState } from '../throttle.ts';
-import { findUserByEmail, findUserById, insertNewUser, loginDataOf, profileOf, type NewUser, type UserRow } from '../users/user-profile.ts';
+import { findUserByEmail, findUserById, insertNewUser, loginDataOf, profileOf, type LoginData, type NewUser, type UserRow } from '../users/user-profile.ts';
 import type { Principal, Sessions, TokenPair } from './sessions.ts';
 import type { MailOutbox } from '../mail/mail-outbox.ts';
 import { passwordChanged } from '../../mail/templates.ts';
 
 export interface SignInResult extends TokenPair {
-  loginData: ReturnType<typeof loginDataOf>;
+  loginData: LoginData;
   trial_ends_at: string | null;
   needs_onboarding: boolean;
 }
@@ -47,9 +47,9 @@ export function createAccounts(deps: {
     }
   }
 
-  const signInResult = (u: UserRow, pair: TokenPair): SignInResult => ({
+  const signInResult = async (u: UserRow, pair: TokenPair): Promise<SignInResult> => ({
     ...pair,
-    loginData: loginDataOf(u),
+    loginData: await loginDataOf(db, u, clock.now()),
     trial_ends_at: u.trialEndsAt?.toISOString() ?? null,
     needs_onboarding: u.needsOnboarding,
   });
@@ -72,7 +72,7 @@ export function createAccounts(deps: {
           passwordHash,
         });
         const pair = await sessions.open(tx, u.id, 'password');
-        return { ...pair, user: await profileOf(tx, u), needs_onboarding: true };
+        return { ...pair, user: await profileOf(tx, u, clock.now()), needs_onboarding: true };
       });
     },
 
@@ -106,7 +106,7 @@ export function createAccounts(deps: {
       await throttle.release(db, addressKey);
       if (u.disabledAt) throw new Unauthorized('This account is disabled', 'account_disabled');
       const pair = await db.transaction((tx) => sessions.open(tx, u.id, 'password'));
-      return signInResult(u, pair);
+      return await signInResult(u, pair);
     },
 
     async signInSocial(input: { provider: SocialProvider; id_token: string }): Promise<SignInResult> {
@@ -125,7 +125,7 @@ export function createAccounts(deps: {
           .where(sql`${userIdentities.provider} = ${identity.provider} and ${userIdentities.subject} = ${identity.subject}`);
         return sessions.open(tx, row.user.id, identity.provider);
       });
-      return signInResult(row.user, pair);
+      return await signInResult(row.user, pair);
     },
 
     async registerSocial(input: {
@@ -160,7 +160,7 @@ export function createAccounts(deps: {
           throw err;
         }
         const pair = await sessions.open(tx, u.id, identity.provider);
-        return { ...pair, user: await profileOf(tx, u), needs_onboarding: true };
+        return { ...pair, user: await profileOf(tx, u, clock.now()), needs_onboarding: true };
       });
     },
 

@@ -10,7 +10,7 @@ import { newOpaqueToken, newOtp, sha256 } from '../../security/random-tokens.ts'
 import type { Sessions, TokenPair } from '../auth/sessions.ts';
 import type { MailOutbox } from '../mail/mail-outbox.ts';
 import type { Throttle } from '../throttle.ts';
-import { findUserByEmail, findUserById, insertNewUser, loginDataOf } from '../users/user-profile.ts';
+import { findUserByEmail, findUserById, insertNewUser, loginDataOf, type LoginData } from '../users/user-profile.ts';
 import type { Membership } from './membership.ts';
 import type { InvitationRow } from './records.ts';
 import type { MemberRole } from './seats.ts';
@@ -18,7 +18,7 @@ import type { MemberRole } from './seats.ts';
 const HOUR = 3600;
 
 export interface InvitationSignupResult extends TokenPair {
-  loginData: ReturnType<typeof loginDataOf>;
+  loginData: LoginData;
   trial_ends_at: string | null;
   needs_onboarding: boolean;
 }
@@ -176,7 +176,7 @@ export function createInvitationSignup(deps: {
         const pair = await deps.sessions.open(tx, userId, 'password');
         const user = await findUserById(tx, userId);
         if (!user) throw new Error('new user vanished');
-        return { ...pair, loginData: loginDataOf(user), trial_ends_at: user.trialEndsAt?.toISOString() ?? null, needs_onboarding: user.needsOnboarding };
+        return { ...pair, loginData: await loginDataOf(tx, user, now), trial_ends_at: user.trialEndsAt?.toISOString() ?? null, needs_onboarding: user.needsOnboarding };
       });
     },
   };

@@ -4,22 +4,10 @@ import { isUniqueViolation, type Db } from '../../db/database.ts';
 import type { Clock } from '../../clock.ts';
 import { Invalid, NotFound } from '../../errors.ts';
 import type { MemberRole } from './seats.ts';
+import { readSubscription } from '../subscriptions/subscription-facts.ts';
 
 export const alreadyInOrganization = () =>
   new Invalid('You already belong to an organization; leave it first', {}, 'already_in_organization');
-
-/**
- * What a seated clinician's org_managed subscription becomes when the seat ends: their own
- * paid subscription if it is still running, otherwise expired. (A trial that was replaced by
- * the seat is not resumed: the organization was paying.)
- */
-export function subscriptionAfterLeaving(
-  user: { subscriptionStatus: string; subscriptionExpiresAt: Date | null },
-  now: Date,
-): string {
-  if (user.subscriptionStatus !== 'org_managed') return user.subscriptionStatus;
-  return user.subscriptionExpiresAt && user.subscriptionExpiresAt > now ? 'active' : 'expired';
-}
 
 /**
  * Seats and unseats. Every way into an organization — join-request approval, invitation
@@ -31,8 +19,8 @@ export function createMembership(deps: { db: Db; clock: Clock }) {
 
   return {
     /**
-     * In the caller's transaction: the seat row, the subscription handed to the organization
-     * (org_managed), and the user's other pending join requests closed as rejected — with one
+     * In the caller's transaction: the seat row (which makes the subscription org_managed:
+     * subscriptionStatusOf), and the user's other pending join requests closed as rejected — with one
      * seat per user they can no longer be approved. Throws 422 already_in_organization when
      * the user sits somewhere already.
      */
@@ -44,7 +32,6 @@ export function createMembership(deps: { db: Db; clock: Clock }) {
         if (isUniqueViolation(err)) throw alreadyInOrganization();
         throw err;
       }
-      await tx.update(users).set({ subscriptionStatus: 'org_managed', updatedAt: now }).where(eq(users.id, userId));
       await tx
         .update(joinRequests)
         .set({ status: 'rejected', decidedAt: now })
@@ -52,8 +39,9 @@ export function createMembership(deps: { db: Db; clock: Clock }) {
     },
 
     /**
-     * POST /my-organization/leave. The seat ends and an org_managed subscription falls back
-     * (subscriptionAfterLeaving). Personal feature overrides, kept while seated, apply again.
+     * POST /my-organization/leave. The seat ends and the subscription falls back by the one
+     * rule (subscriptionStatusOf): trial while the trial runs, active while a purchase runs,
+     * otherwise expired. Personal feature overrides, kept while seated, apply again.
      * The last admin may leave: the organization, its members, pending requests and
      * invitations stay, and an operator seats a new admin with `fieldchart org set-admin`.
      */
@@ -67,8 +55,7 @@ export function createMembership(deps: { db: Db; clock: Clock }) {
         if (!seat) throw new NotFound('You are not in an organization', 'not_in_organization');
         const [user] = await tx.select().from(users).where(eq(users.id, userId)).for('update');
         if (!user) throw new NotFound('User not found', 'user_not_found');
-        const status = subscriptionAfterLeaving(user, now);
-        await tx.update(users).set({ subscriptionStatus: status, updatedAt: now }).where(eq(users.id, userId));
+        const status = (await readSubscription(tx, user, now)).subscription_status;
         const [org] = await tx.select({ name: organizations.name }).from(organizations).where(eq(organizations.id, seat.organizationId));
         return { organization_name: org?.name ?? '', subscription_status: status };
       });

@@ -2,26 +2,31 @@ import { eq } from 'drizzle-orm';
 import { userIdentities, users } from '@fieldchart/schema/db';
 import type { UserProfile } from '@fieldchart/schema/api';
 import type { Db } from '../../db/database.ts';
+import { readSubscription } from '../subscriptions/subscription-facts.ts';
 
 export type UserRow = typeof users.$inferSelect;
 
-export function loginDataOf(u: UserRow) {
-  return {
-    uuid: u.id,
-    first_name: u.firstName,
-    last_name: u.lastName,
-    email: u.email,
-    subscription_status: u.subscriptionStatus as UserProfile['subscription_status'],
-  };
+export interface LoginData {
+  readonly uuid: string;
+  readonly first_name: string;
+  readonly last_name: string;
+  readonly email: string;
+  readonly subscription_status: UserProfile['subscription_status'];
 }
 
-export async function profileOf(db: Db, u: UserRow): Promise<UserProfile> {
-  const identities = await db
-    .select({ provider: userIdentities.provider })
-    .from(userIdentities)
-    .where(eq(userIdentities.userId, u.id));
+/** Sign-in's loginData; the status comes from the one rule (readSubscription), as of `now`. */
+export async function loginDataOf(db: Db, u: UserRow, now: Date): Promise<LoginData> {
+  const { subscription_status } = await readSubscription(db, u, now);
+  return { uuid: u.id, first_name: u.firstName, last_name: u.lastName, email: u.email, subscription_status };
+}
+
+export async function profileOf(db: Db, u: UserRow, now: Date): Promise<UserProfile> {
+  const [identities, login] = await Promise.all([
+    db.select({ provider: userIdentities.provider }).from(userIdentities).where(eq(userIdentities.userId, u.id)),
+    loginDataOf(db, u, now),
+  ]);
   return {
-    ...loginDataOf(u),
+    ...login,
     phone: u.phone,
     address: u.address,
     discipline: u.discipline,
@@ -65,7 +70,6 @@ export async function insertNewUser(tx: Db, user: NewUser, opts: { now: Date; tr
     .insert(users)
     .values({
       ...user,
-      subscriptionStatus: 'trial',
       trialEndsAt: new Date(opts.now.getTime() + opts.trialDays * 86_400_000),
       createdAt: opts.now,
       updatedAt: opts.now,

@@ -6,6 +6,7 @@ import type { Clock } from '../../clock.ts';
 import { Invalid, NotFound } from '../../errors.ts';
 import type { Sessions } from '../auth/sessions.ts';
 import type { JoinRequests } from '../organizations/join-requests.ts';
+import { readSubscriptionStatuses } from '../subscriptions/subscription-facts.ts';
 import { findUserByEmail, findUserById, profileOf } from './user-profile.ts';
 
 export interface BasicInfo {
@@ -45,7 +46,7 @@ export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions; jo
 
   return {
     async profile(userId: string): Promise<UserProfile> {
-      return profileOf(db, await mustFind(userId));
+      return profileOf(db, await mustFind(userId), clock.now());
     },
 
     async updateBasicInfo(userId: string, input: BasicInfo): Promise<UserProfile> {
@@ -69,7 +70,7 @@ export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions; jo
           .where(eq(users.id, userId))
           .returning();
         if (!u) throw new NotFound('User not found', 'user_not_found');
-        return profileOf(db, u);
+        return profileOf(db, u, clock.now());
       } catch (err) {
         if (isUniqueViolation(err)) throw Invalid.field('email', 'An account with this email already exists', 'email_taken');
         throw err;
@@ -90,7 +91,7 @@ export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions; jo
         .where(eq(users.id, userId))
         .returning();
       if (!u) throw new NotFound('User not found', 'user_not_found');
-      return profileOf(db, u);
+      return profileOf(db, u, clock.now());
     },
 
     // Operator functions (CLI and admin socket).
@@ -112,12 +113,13 @@ export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions; jo
           .offset(opts.offset ?? 0),
         db.select({ n: count() }).from(users).where(filters),
       ]);
+      const statuses = await readSubscriptionStatuses(db, rows, clock.now());
       const items: UserListing[] = rows.map((u) => ({
         uuid: u.id,
         email: u.email,
         first_name: u.firstName,
         last_name: u.lastName,
-        subscription_status: u.subscriptionStatus,
+        subscription_status: statuses.get(u.id) ?? 'expired',
         disabled: u.disabledAt !== null,
         created_at: u.createdAt.toISOString(),
       }));
@@ -129,7 +131,7 @@ export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions; jo
       // Only a well-formed uuid goes to the uuid column (anything else would be a type error there).
       const u = UUID.test(idOrEmail) ? await findUserById(db, idOrEmail) : await findUserByEmail(db, idOrEmail);
       if (!u) throw new NotFound('User not found', 'user_not_found');
-      return { ...(await profileOf(db, u)), disabled_at: u.disabledAt?.toISOString() ?? null };
+      return { ...(await profileOf(db, u, clock.now())), disabled_at: u.disabledAt?.toISOString() ?? null };
     },
 
     /** Disables (or re-enables) an account; disabling revokes every session at once. */
