@@ -5,6 +5,7 @@ CREATE TABLE "conversations" (
 	"patient_name_enc" text NOT NULL,
 	"subject_enc" text,
 	"reply_token_hash" text NOT NULL,
+	"reply_token_enc" text NOT NULL,
 	"last_message_at" timestamp with time zone DEFAULT now() NOT NULL,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
@@ -37,6 +38,9 @@ CREATE TABLE "notifications" (
 	"txid" "xid8" DEFAULT pg_current_xact_id() NOT NULL
 );
 --> statement-breakpoint
+ALTER TABLE "mail_outbox" ADD COLUMN "reply_to" text;--> statement-breakpoint
+ALTER TABLE "mail_outbox" ADD COLUMN "phi_enc" text;--> statement-breakpoint
+ALTER TABLE "mail_outbox" ADD COLUMN "owner_id" uuid;--> statement-breakpoint
 ALTER TABLE "conversations" ADD CONSTRAINT "conversations_owner_id_users_id_fk" FOREIGN KEY ("owner_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "messages" ADD CONSTRAINT "messages_conversation_id_conversations_id_fk" FOREIGN KEY ("conversation_id") REFERENCES "public"."conversations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "messages" ADD CONSTRAINT "messages_owner_id_users_id_fk" FOREIGN KEY ("owner_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -46,4 +50,5 @@ CREATE INDEX "conversations_owner_idx" ON "conversations" USING btree ("owner_id
 CREATE INDEX "messages_conversation_idx" ON "messages" USING btree ("conversation_id","created_at");--> statement-breakpoint
 CREATE INDEX "messages_owner_unread_idx" ON "messages" USING btree ("owner_id","is_read");--> statement-breakpoint
 CREATE INDEX "notifications_owner_idx" ON "notifications" USING btree ("owner_id","created_at");--> statement-breakpoint
-CREATE INDEX "notifications_owner_txid_idx" ON "notifications" USING btree ("owner_id","txid");
+CREATE INDEX "notifications_owner_txid_idx" ON "notifications" USING btree ("owner_id","txid");--> statement-breakpoint
+ALTER TABLE "mail_outbox" ADD CONSTRAINT "mail_outbox_owner_id_users_id_fk" FOREIGN KEY ("owner_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;

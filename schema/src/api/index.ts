@@ -6,3 +6,5 @@ export * from './patients.ts';
 export * from './visits.ts';
 export * from './clinician-settings.ts';
 export * from './reports.ts';
+export * from './messages.ts';
+export * from './notifications.ts';

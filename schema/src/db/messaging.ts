@@ -25,6 +25,8 @@ export const conversations = pgTable(
      * `reply+<token>@<MESSAGES_REPLY_DOMAIN>`: a leaked database does not give the addresses.
      */
     replyTokenHash: text('reply_token_hash').notNull(),
+    /** The same token sealed with the PHI key ring, so every mail of the thread carries one address. */
+    replyTokenEnc: text('reply_token_enc').notNull(),
     lastMessageAt: ts('last_message_at').notNull().defaultNow(),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
