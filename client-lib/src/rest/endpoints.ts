@@ -10,6 +10,9 @@
 import * as z from 'zod';
 import {
   acceptInvitationResult,
+  chatMessage,
+  conversation,
+  notification,
   chartDetail,
   claimPreview,
   clinicianSettings,
@@ -158,6 +161,15 @@ export const ENDPOINTS = {
   'visits.recordMileage': message('PUT', '/visit/:uuid/mileage'),
   'pushTokens.register': message('POST', '/register-fcm-token'),
   'sync.applyMutations': data('POST', '/sync/mutations', restMutationsResult),
+
+  // ---- messages and notifications (messages.ts, notifications.ts) -------------------------
+  'messages.conversations': data('GET', '/messages/conversations', z.array(conversation)),
+  'messages.list': page('GET', '/messages/:conversationId', chatMessage),
+  'messages.send': message('POST', '/messages/send'),
+  'messages.markRead': message('PUT', '/messages/:conversationId/read'),
+  'notifications.list': page('GET', '/notifications', notification),
+  'notifications.markRead': message('PUT', '/notifications/:uuid/read'),
+  'notifications.markAllRead': message('PUT', '/notifications/read-all'),
 
   // ---- dashboards and reports (reports.ts) -----------------------------------------------
   'reports.actionList': data('GET', '/dashboard-action-list', dashboardActionList),

@@ -113,4 +113,15 @@ export {
   type ResponseIssue,
 } from './errors.ts';
 export type { SyncApi, SyncMutationsBody, SyncMutationsResult } from './areas/sync.ts';
+export type {
+  ChatMessage,
+  Conversation,
+  MessageListQuery,
+  MessagesApi,
+  NotificationListQuery,
+  NotificationRecord,
+  NotificationsApi,
+  NotificationType,
+  SendMessageBody,
+} from './areas/messages.ts';
 export type { FetchLike, QueryValues, TokenSource, UnauthorizedHandler } from './transport.ts';
