@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import nodemailer from 'nodemailer';
+import { operationContext, runOperation } from '../../../server/src/admin/operations.ts';
 import { rowsOf } from '../../../server/src/db/database.ts';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { eventually } from '../../helpers/eventually.ts';
@@ -178,6 +179,28 @@ forEachBackend('messages: email conversations with patients', (backend) => {
     );
     assert.match(conv?.patient_email_enc ?? '', /^fc1\./);
     assert.match(conv?.reply_token_hash ?? '', /^[0-9a-f]{64}$/);
+  });
+
+  test('a PHI key rotation re-encrypts conversations and messages; they still read and replies still land', async () => {
+    const me = await registerUser(server);
+    const patient = `rot.${Date.now()}@example.test`;
+    assert.equal((await send(me.token, { patient_email: patient, patient_name: 'Rita Rotate', body: 'Before rotation', subject: 'Keys' })).status, 200);
+    const address = await replyAddressOf(patient);
+    const ctx = operationContext(server.runtime.services, server.runtime.database);
+    const rotated = (await runOperation(ctx, 'keys.rotate', {})) as { key_id: string; failed: number };
+    assert.equal(rotated.failed, 0);
+    const { db } = server.runtime.database;
+    for (const [table, column] of [['conversations', 'patient_email_enc'], ['conversations', 'reply_token_enc'], ['messages', 'body_enc']] as const) {
+      const rows = rowsOf<{ v: string }>(await db.execute(sql`select ${sql.identifier(column)} as v from ${sql.identifier(table)} where owner_id = ${me.uuid}`));
+      assert.ok(rows.length > 0);
+      for (const r of rows) assert.ok(r.v.startsWith(`fc1.${rotated.key_id}.`), `${table}.${column} not under the new key`);
+    }
+    const [c] = await conversations(me.token);
+    assert.deepEqual([c?.patient_name, c?.patient_email, c?.subject, c?.last_message.body], ['Rita Rotate', patient, 'Keys', 'Before rotation']);
+    assert.equal((await send(me.token, { patient_email: patient, patient_name: 'Rita Rotate', body: 'After rotation', conversation_id: c?.id })).status, 200);
+    assert.equal(await replyAddressOf(patient, (t) => t.includes('After rotation')), address, 'the sealed reply token still opens');
+    await inbound().sendMail({ from: patient, to: address, subject: 'Re: Keys', text: 'Got it' });
+    await eventually(async () => assert.equal((await conversations(me.token))[0]?.unread_count, 1));
   });
 
   test('422 names missing fields; 404 for unknown, malformed and foreign conversations; 401 without a token', async () => {
