@@ -23,7 +23,7 @@ export type {
   VisitReceipt,
 } from './client/types.ts';
 export { InvalidWriteError, LocalNotFoundError, NotSignedInError, OutboxNotEmptyError } from './client/errors.ts';
-export type { Patient, Visit } from './model/views.ts';
+export type { DeviceNotification, Patient, Visit } from './model/views.ts';
 export type { Rejection } from './storage/outbox.ts';
 export type { SyncError, SyncStatus } from './sync/status.ts';
 export type { SyncEvents } from './sync/sync-engine.ts';

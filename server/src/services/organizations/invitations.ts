@@ -95,7 +95,7 @@ export function createInvitations(deps: { db: Db; clock: Clock; config: Config; 
           );
         let invitationId: string | undefined;
         try {
-          [{ id: invitationId } = { id: undefined }] = await tx.insert(invitations).values({
+          const [created] = await tx.insert(invitations).values({
             organizationId: seat.organizationId,
             email: input.email,
             role: input.role,
@@ -107,6 +107,7 @@ export function createInvitations(deps: { db: Db; clock: Clock; config: Config; 
             invitedBy: principal.userId,
             createdAt: now,
           }).returning({ id: invitations.id });
+          invitationId = created?.id;
         } catch (err) {
           if (isUniqueViolation(err)) throw openInvitationExists();
           throw err;
