@@ -15,7 +15,7 @@ import { startWorker, type Worker } from './jobs/worker.ts';
 import type { MailTransport } from './mail/transport.ts';
 import type { IdTokenVerifier } from './security/id-token-verifier.ts';
 import { buildServices } from './services/build.ts';
-import { startInboundSmtp, type InboundSmtp } from './services/messages/inbound-smtp.ts';
+import type { InboundSmtp } from './services/messages/inbound-smtp.ts';
 import { notificationsOf } from './sync/notifications.ts';
 import { systemClock } from './clock.ts';
 import type { Services } from './services/index.ts';
@@ -104,6 +104,8 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
 
     let inboundSmtp: InboundSmtp | null = null;
     if (config.messages.inboundSmtp && opts.listen !== false) {
+      // Loaded only when configured: the CLI and most servers never take mail in.
+      const { startInboundSmtp } = await import('./services/messages/inbound-smtp.ts');
       const started = await startInboundSmtp({
         ...config.messages.inboundSmtp,
         replyDomain: config.messages.replyDomain,

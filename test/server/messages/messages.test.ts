@@ -203,6 +203,21 @@ forEachBackend('messages: email conversations with patients', (backend) => {
     await eventually(async () => assert.equal((await conversations(me.token))[0]?.unread_count, 1));
   });
 
+  test('a retried send with the same Idempotency-Key sends once', async () => {
+    const me = await registerUser(server);
+    const patient = `idem.${Date.now()}@example.test`;
+    const body = { patient_email: patient, patient_name: 'Ida Em', body: 'Only once' };
+    const headers = { 'idempotency-key': `send-${me.uuid}` };
+    const first = await server.api('POST', '/messages/send', { token: me.token, body, headers });
+    const second = await server.api('POST', '/messages/send', { token: me.token, body, headers });
+    assert.deepEqual([first.status, second.status], [200, 200]);
+    assert.equal(second.headers.get('idempotent-replayed'), 'true');
+    const list = await conversations(me.token);
+    assert.deepEqual([list.length, list[0]?.message_count], [1, 1]);
+    await server.mail.waitFor(patient);
+    assert.equal(server.mail.messages.filter((m) => m.to.includes(patient)).length, 1);
+  });
+
   test('422 names missing fields; 404 for unknown, malformed and foreign conversations; 401 without a token', async () => {
     const me = await registerUser(server);
     const other = await registerUser(server);
