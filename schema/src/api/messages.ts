@@ -4,7 +4,7 @@ import { email, isoDateTime, name } from './common.ts';
 /** Email-based patient messaging (clinician-api.md, Messages). */
 
 // Not z.coerce.number(): a malformed id must answer the same 404 as an unknown or foreign one.
-export const conversationIdParams = z.object({ conversationId: z.string().max(20).meta({ type: 'integer' }) });
+export const conversationIdParams = z.object({ conversationId: z.string().meta({ type: 'integer', description: 'The conversation id' }) });
 
 export const messageListQuery = z.object({
   page: z.coerce.number().int().min(1).default(1),
