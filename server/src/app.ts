@@ -23,6 +23,8 @@ import { authRoutes } from './routes/auth.ts';
 import { claimRoutes } from './routes/claims.ts';
 import { healthRoutes, type HealthProbe } from './routes/health.ts';
 import { invitationRoutes } from './routes/invitations.ts';
+import { messageRoutes } from './routes/messages.ts';
+import { notificationRoutes } from './routes/notifications.ts';
 import { organizationRoutes } from './routes/organizations.ts';
 import { patientRoutes } from './routes/patients.ts';
 import { reportRoutes } from './routes/reports.ts';
@@ -182,6 +184,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await api.register(visitRoutes, { services });
       await api.register(schedulingRoutes, { services });
       await api.register(subscriptionRoutes, { services });
+      await api.register(messageRoutes, { services });
+      await api.register(notificationRoutes, { services });
       if (hub) await api.register(hub.routes);
       api.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
     },

@@ -89,6 +89,16 @@ const envSchema = z.object({
   GOOGLE_PLAY_TOKEN_URL: z.url().optional(),
   GOOGLE_PUBSUB_AUDIENCE: z.string().min(1).optional(),
   GOOGLE_PUBSUB_SERVICE_ACCOUNT: z.string().min(1).optional(),
+  MESSAGES_REPLY_DOMAIN: z
+    .string()
+    .regex(/^[A-Za-z0-9.-]+$/, 'must be a mail domain (letters, digits, dots, hyphens)')
+    .default('fieldchart.local'),
+  INBOUND_SMTP_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  INBOUND_SMTP_HOST: z.string().min(1).default('127.0.0.1'),
+  INBOUND_MAIL_MAX_BYTES: int(2 * 1024 * 1024, 1024),
+  FCM_SERVICE_ACCOUNT_JSON: z.string().optional(),
+  FCM_API_URL: z.url().default('https://fcm.googleapis.com'),
+  FCM_TOKEN_URL: z.url().optional(),
 });
 
 const serviceAccountSchema = z.object({
@@ -186,6 +196,53 @@ export interface Config {
   readonly appleIap: AppleIapConfig | null;
   /** null when GOOGLE_PLAY_PACKAGE_NAME is unset: no Play store to verify against. */
   readonly googlePlay: GooglePlayConfig | null;
+  readonly messages: {
+    /** Domain of the per-conversation reply addresses `reply+<token>@<domain>`. */
+    readonly replyDomain: string;
+    /** The inbound SMTP listener for patients' replies; null: off. */
+    readonly inboundSmtp: { readonly host: string; readonly port: number; readonly maxBytes: number } | null;
+  };
+  /** FCM HTTP v1 push; null: notifications are recorded but not pushed. */
+  readonly fcm: FcmConfig | null;
+}
+
+export interface FcmServiceAccount {
+  readonly project_id: string;
+  readonly client_email: string;
+  readonly private_key: string;
+  readonly token_uri?: string | undefined;
+}
+
+export interface FcmConfig {
+  readonly serviceAccount: FcmServiceAccount;
+  /** Base URL of the FCM API (`…/v1/projects/{project}/messages:send` is appended). */
+  readonly apiUrl: string;
+  /** OAuth2 token endpoint for the JWT-bearer grant. */
+  readonly tokenUrl: string;
+}
+
+/** FCM sends per project, so its service account must name one. */
+const fcmServiceAccountSchema = serviceAccountSchema.extend({ project_id: z.string().min(1) });
+
+function fcmConfigOf(json: string | undefined, apiUrl: string, tokenUrl: string | undefined): FcmConfig | null {
+  if (!json) return null;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    throw new ConfigError('Invalid configuration:\n  FCM_SERVICE_ACCOUNT_JSON: must be the JSON of a Google service account key');
+  }
+  const parsed = fcmServiceAccountSchema.safeParse(raw);
+  if (!parsed.success) {
+    const fields = parsed.error.issues.map((i) => i.path.join('.') || '(root)').join(', ');
+    throw new ConfigError(`Invalid configuration:\n  FCM_SERVICE_ACCOUNT_JSON: missing or invalid ${fields}`);
+  }
+  const account = parsed.data;
+  return {
+    serviceAccount: account,
+    apiUrl: apiUrl.replace(/\/+$/, ''),
+    tokenUrl: tokenUrl ?? account.token_uri ?? 'https://oauth2.googleapis.com/token',
+  };
 }
 
 export class ConfigError extends Error {
@@ -326,5 +383,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
           pushServiceAccount: e.GOOGLE_PUBSUB_SERVICE_ACCOUNT ?? null,
         }
       : null,
+    messages: {
+      replyDomain: e.MESSAGES_REPLY_DOMAIN.toLowerCase(),
+      inboundSmtp:
+        e.INBOUND_SMTP_PORT === undefined ? null : { host: e.INBOUND_SMTP_HOST, port: e.INBOUND_SMTP_PORT, maxBytes: e.INBOUND_MAIL_MAX_BYTES },
+    },
+    fcm: fcmConfigOf(e.FCM_SERVICE_ACCOUNT_JSON, e.FCM_API_URL, e.FCM_TOKEN_URL),
   });
 }

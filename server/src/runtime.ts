@@ -15,6 +15,7 @@ import { startWorker, type Worker } from './jobs/worker.ts';
 import type { MailTransport } from './mail/transport.ts';
 import type { IdTokenVerifier } from './security/id-token-verifier.ts';
 import { buildServices } from './services/build.ts';
+import type { InboundSmtp } from './services/messages/inbound-smtp.ts';
 import { notificationsOf } from './sync/notifications.ts';
 import { systemClock } from './clock.ts';
 import type { Services } from './services/index.ts';
@@ -27,6 +28,8 @@ export interface Runtime {
   readonly worker: Worker | null;
   /** The URL the server listens on, when it listens. */
   readonly url: string | null;
+  /** The inbound SMTP listener for patients' replies, when INBOUND_SMTP_PORT is set. */
+  readonly inboundSmtp: InboundSmtp | null;
   close(): Promise<void>;
 }
 
@@ -99,6 +102,20 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       await app.ready();
     }
 
+    let inboundSmtp: InboundSmtp | null = null;
+    if (config.messages.inboundSmtp && opts.listen !== false) {
+      // Loaded only when configured: the CLI and most servers never take mail in.
+      const { startInboundSmtp } = await import('./services/messages/inbound-smtp.ts');
+      const started = await startInboundSmtp({
+        ...config.messages.inboundSmtp,
+        replyDomain: config.messages.replyDomain,
+        messages: services.messages,
+        log: app.log,
+      });
+      inboundSmtp = started;
+      cleanups.push(() => started.close());
+    }
+
     // Statistics the embedded database has no autovacuum to keep: refreshed after boot (not
     // awaited: the server answers meanwhile) and hourly by the cleanup job.
     void services.maintenance.analyzeEmbedded().catch((err: unknown) => app.log.warn({ err: safeError(err) }, 'analyze failed'));
@@ -116,6 +133,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       database,
       worker,
       url,
+      inboundSmtp,
       close: () => (closing ??= cleanup()),
     };
   } catch (err) {

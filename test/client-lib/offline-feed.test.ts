@@ -69,6 +69,35 @@ test('deletes remove rows; visits outside the window are pruned with their event
   }
 });
 
+test('notifications from the feed are readable offline, newest first, filtered by read state; a delete removes one', async () => {
+  peer.onHello = () => null;
+  const client = await signedInClient(peer.url);
+  try {
+    const [older, newer] = [uuid(), uuid()];
+    const note = (id: string, createdAt: string, isRead: boolean) => ({
+      uuid: id,
+      type: 'message_received',
+      title: 'New message',
+      body: 'A patient replied to your message.',
+      data: { conversation_id: 7 },
+      is_read: isRead,
+      read_at: isRead ? createdAt : null,
+      created_at: createdAt,
+    });
+    peer.publish([
+      { table: 'notifications', op: 'upsert', id: older, row: note(older, '2026-11-20T10:00:00.000Z', true) },
+      { table: 'notifications', op: 'upsert', id: newer, row: note(newer, '2026-11-21T10:00:00.000Z', false) },
+    ]);
+    await eventually(async () => assert.deepEqual((await client.notifications.list()).map((n) => n.uuid), [newer, older]));
+    assert.deepEqual((await client.notifications.list({ unreadOnly: true })).map((n) => n.uuid), [newer]);
+    assert.equal((await client.notifications.list())[0]?.data.conversation_id, 7);
+    peer.publish([{ table: 'notifications', op: 'delete', id: older }]);
+    await eventually(async () => assert.deepEqual((await client.notifications.list()).map((n) => n.uuid), [newer]));
+  } finally {
+    await client.close();
+  }
+});
+
 test('hello carries the token (never the URL); 4401 refreshes over REST and reconnects; the token is refreshed in-band before expiry', async () => {
   const refreshes = peer.refreshCalls.length;
   let refused = false;

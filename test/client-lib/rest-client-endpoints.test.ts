@@ -54,7 +54,10 @@ const patterns = (Object.entries(ENDPOINTS) as Array<[EndpointName, (typeof ENDP
   regex: new RegExp(`^${API_PREFIX}${ep.path.replace(/:[A-Za-z0-9_]+/g, '[^/]+')}$`),
 }));
 function endpointOf(method: string, pathname: string): EndpointName | undefined {
-  const hits = patterns.filter((p) => p.method === method && p.regex.test(pathname));
+  const all = patterns.filter((p) => p.method === method && p.regex.test(pathname));
+  // A static segment wins over a parameter, as in the server's router (/messages/conversations, not /messages/:conversationId).
+  const statics = all.filter((p) => !ENDPOINTS[p.name].path.includes(':'));
+  const hits = statics.length > 0 ? statics : all;
   assert.ok(hits.length <= 1, `${method} ${pathname} matches ${hits.map((h) => h.name).join(', ')}`);
   return hits[0]?.name;
 }
@@ -166,6 +169,15 @@ forEachBackend('client-lib REST client: every endpoint', (backend) => {
     assert.equal(features.features.copy_last_visit, true);
 
     assert.match((await api.pushTokens.register({ fcm_token: `fcm:${'A1b2-C3d4_'.repeat(15)}` })).message, /registered/i);
+
+    // Messages: a new conversation, a reply in it, its page of messages, marked read.
+    await api.messages.send({ patient_email: 'pat@example.test', patient_name: 'Pat Doe', body: 'See you Tuesday.', subject: 'Visit' });
+    const [conversation] = await api.messages.conversations();
+    assert.ok(conversation, 'the conversation is listed');
+    await api.messages.send({ patient_email: 'pat@example.test', patient_name: 'Pat Doe', body: 'At 10.', conversation_id: conversation.id });
+    const page = await api.messages.list(conversation.id, { per_page: 1 });
+    assert.deepEqual([page.data.map((m) => m.body), page.meta.total], [['At 10.'], 2]);
+    assert.match((await api.messages.markRead(conversation.id)).message, /read/);
 
     const changed = await api.changePassword({ current_password: account.password, new_password: 'N3w-password!', new_password_confirmation: 'N3w-password!' });
     assert.equal(typeof changed.message, 'string');
@@ -336,6 +348,12 @@ forEachBackend('client-lib REST client: every endpoint', (backend) => {
     await admin.api.myOrganization.joinRequests.reject(requestOf(refused.uuid));
     assert.equal((await joiner.api.myOrganization.get()).role, 'member');
     assert.deepEqual(await refused.api.organizations.myJoinRequests(), []);
+    // The approval is in the joiner's notification history.
+    const unread = await joiner.api.notifications.list({ is_read: 0 });
+    assert.deepEqual(unread.data.map((n) => n.type), ['join_request_approved']);
+    assert.match((await joiner.api.notifications.markRead(unread.data[0]?.uuid ?? '')).message, /read/);
+    assert.equal((await joiner.api.notifications.list({ is_read: 0 })).meta.total, 0);
+    assert.match((await joiner.api.notifications.markAllRead()).message, /0 notifications/);
     assert.match((await joiner.api.myOrganization.leave()).message, /You left/);
 
     // In-app invitations: accepted by one verified clinician, declined by another.

@@ -28,6 +28,12 @@ const SPEC_ROUTES: ReadonlyArray<{ method: string; path: string; public: boolean
   { method: 'get', path: '/master/setting-list', public: false },
   { method: 'get', path: '/subscription/status', public: false },
   { method: 'post', path: '/subscription/verify-receipt', public: false },
+  { method: 'get', path: '/messages/conversations', public: false },
+  { method: 'get', path: '/messages/{conversationId}', public: false },
+  { method: 'post', path: '/messages/send', public: false },
+  { method: 'put', path: '/messages/{conversationId}/read', public: false },
+  { method: 'get', path: '/notifications', public: false },
+  { method: 'post', path: '/register-fcm-token', public: false },
 ];
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'];

@@ -20,6 +20,8 @@ interface Ids {
   visit: string;
   invitation: string;
   joinRequest: string;
+  conversation: number;
+  notification: string;
 }
 
 interface Case {
@@ -31,6 +33,8 @@ interface Case {
 }
 
 const rnd = () => randomUUID();
+/** A conversation id no test creates (ids are drawn from 1 up). */
+const rndConversation = () => 2_000_000_000 + Math.floor(Math.random() * 100_000_000);
 
 // `id` is the victim's resources; null means "use random ids" (the control).
 const cases: Case[] = [
@@ -44,6 +48,15 @@ const cases: Case[] = [
   { covers: '/my-invitations/{uuid}/decline', method: 'POST', path: (i) => `/my-invitations/${i?.invitation ?? rnd()}/decline` },
   { covers: '/my-organization/join-requests/{uuid}/approve', method: 'POST', path: (i) => `/my-organization/join-requests/${i?.joinRequest ?? rnd()}/approve` },
   { covers: '/my-organization/join-requests/{uuid}/reject', method: 'POST', path: (i) => `/my-organization/join-requests/${i?.joinRequest ?? rnd()}/reject` },
+  { covers: '/messages/{conversationId}', method: 'GET', path: (i) => `/messages/${i?.conversation ?? rndConversation()}` },
+  { covers: '/messages/{conversationId}/read', method: 'PUT', path: (i) => `/messages/${i?.conversation ?? rndConversation()}/read` },
+  { covers: '/notifications/{uuid}/read', method: 'PUT', path: (i) => `/notifications/${i?.notification ?? rnd()}/read` },
+  {
+    covers: 'body:/messages/send',
+    method: 'POST',
+    path: () => '/messages/send',
+    body: (i) => ({ patient_email: 'intruder@example.test', patient_name: 'In Truder', body: 'hello', conversation_id: i?.conversation ?? rndConversation() }),
+  },
   {
     covers: 'body:/visit-timer-events',
     method: 'POST',
@@ -99,7 +112,12 @@ forEachBackend('tenant isolation', (backend) => {
     assert.equal((await server.api('POST', `/organizations/${victimOrg.uuid}/join-request`, { token: applicant.token })).status, 200);
     const pending = await server.api('GET', '/my-organization/join-requests', { token: victim.token });
     const joinRequest = pending.body.data[0].uuid as string;
-    ids = { patient: patient.uuid, referral: patient.referral_uuid, visit, invitation, joinRequest };
+    // A conversation with a patient, and a notification of the victim's.
+    const sentMessage = await server.api('POST', '/messages/send', { token: victim.token, body: { patient_email: 'pat@example.test', patient_name: 'Pat', body: 'Hi' } });
+    assert.equal(sentMessage.status, 200, JSON.stringify(sentMessage.body));
+    const conversation = (await server.api('GET', '/messages/conversations', { token: victim.token })).body.data[0].id as number;
+    const notification = await server.runtime.services.notifications.record(server.runtime.database.db, { userId: victim.uuid, type: 'note_ready' });
+    ids = { patient: patient.uuid, referral: patient.referral_uuid, visit, invitation, joinRequest, conversation, notification };
     intruder = (await orgWithAdmin(server)).admin;
     // A verified intruder gets past the email check, so the walk reaches the invitation lookup.
     await verifyEmail(server, intruder);
@@ -131,6 +149,10 @@ forEachBackend('tenant isolation', (backend) => {
     assert.equal(chart.body.data.patient.phone, null, "the victim's patient changed");
     const invitations = await server.api('GET', '/my-organization/invitations', { token: victim.token });
     assert.equal(invitations.body.data.find((i: { uuid: string }) => i.uuid === ids.invitation).status, 'pending');
+    const messages = await server.api('GET', `/messages/${ids.conversation}`, { token: victim.token });
+    assert.equal(messages.body.meta.total, 1, "a message was added to the victim's conversation");
+    const unread = await server.api('GET', '/notifications?is_read=0', { token: victim.token });
+    assert.ok(unread.body.data.some((n: { uuid: string }) => n.uuid === ids.notification), "the victim's notification was marked read");
     const requests = await server.api('GET', '/my-organization/join-requests', { token: victim.token });
     assert.equal(requests.body.data.find((r: { uuid: string }) => r.uuid === ids.joinRequest)?.status, 'pending');
   });

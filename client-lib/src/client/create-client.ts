@@ -14,7 +14,7 @@ import { deleteMeta, getMeta, type StoredSession } from '../storage/meta.ts';
 import { clearFeed } from '../storage/feed-store.ts';
 import { clearOutbox, dismissRejections, listRejections, overlayEntries, pendingCount, receiptRows, type Rejection } from '../storage/outbox.ts';
 import { clearDrafts, unconfirmedDrafts } from '../storage/draft-store.ts';
-import { byVisitTime, readPatients, readVisits, type Patient, type Visit, type VisitSelection } from '../model/views.ts';
+import { byVisitTime, readNotifications, readPatients, readVisits, type Patient, type Visit, type VisitSelection } from '../model/views.ts';
 import type { BackoffOptions } from '../sync/backoff.ts';
 import { draftName, scheduleUuidOfDraft, SOAP_SECTIONS } from '../sync/drafts.ts';
 import { SyncEngine, type SyncEvents } from '../sync/sync-engine.ts';
@@ -238,6 +238,10 @@ function buildClient(db: LocalDb, engine: SyncEngine, rest: RestClient, options:
         const args = checkArgs('patient.update', { ...body, uuid });
         return { mutationId: await write('patient.update', args, null) };
       },
+    },
+
+    notifications: {
+      list: (options) => readNotifications(db, options),
     },
 
     drafts: {

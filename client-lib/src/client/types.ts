@@ -3,7 +3,7 @@ import type * as Y from 'yjs';
 import type { MutationArgs } from '@fieldchart/schema/sync';
 import type { FetchLike, RestClient, SignInBody, SignInResult } from '../rest/index.ts';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
-import type { Patient, Visit } from '../model/views.ts';
+import type { DeviceNotification, Patient, Visit } from '../model/views.ts';
 import type { DayPlan, PlanDayOptions } from '../model/plan-day.ts';
 import type { Rejection } from '../storage/outbox.ts';
 import type { BackoffOptions } from '../sync/backoff.ts';
@@ -112,6 +112,16 @@ export interface FieldchartClient {
     /** Creates a patient with an open referral (`patient.create`); both ids generated here. */
     create(body: Omit<CreatePatientBody, 'uuid' | 'referral_uuid'> & { uuid?: string; referral_uuid?: string }): Promise<{ uuid: string; referral_uuid: string }>;
     update(uuid: string, body: UpdatePatientBody): Promise<QueuedWrite>;
+  };
+
+  /**
+   * The notification history as synced to the device (the feed's `notifications` table):
+   * readable offline. Mark them read with `rest.notifications.markRead` (online); the new
+   * state comes back through the feed.
+   */
+  readonly notifications: {
+    /** Newest first; `unreadOnly` keeps those not yet read. */
+    list(options?: { unreadOnly?: boolean }): Promise<DeviceNotification[]>;
   };
 
   readonly drafts: {

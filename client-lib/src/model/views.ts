@@ -4,7 +4,7 @@
  */
 import type * as z from 'zod';
 import type { visit as visitSchema } from '@fieldchart/schema/api';
-import type { MileageRow, PatientRow, ReferralRow, SoapNoteRow, TimerEventRow, VisitRow } from '@fieldchart/schema/sync';
+import type { MileageRow, NotificationRow, PatientRow, ReferralRow, SoapNoteRow, TimerEventRow, VisitRow } from '@fieldchart/schema/sync';
 import type { Queryable } from '../storage/local-db.ts';
 import type { OutboxEntry } from '../storage/outbox.ts';
 import type { SoapSection } from '../sync/drafts.ts';
@@ -161,4 +161,17 @@ export async function readPatients(db: Queryable, entries: readonly OutboxEntry[
     .filter((p) => uuid === null || p.uuid === uuid)
     .sort((a, b) => a.last_name.localeCompare(b.last_name) || a.first_name.localeCompare(b.first_name) || a.uuid.localeCompare(b.uuid))
     .map((p) => ({ ...p, referrals: (referralsOf.get(p.uuid) ?? []).sort((a, b) => a.created_at.localeCompare(b.created_at)) }));
+}
+
+/** A notification as the feed carries it (the REST `Notification` record). */
+export type DeviceNotification = NotificationRow;
+
+/** The user's notifications on the device, newest first; `unreadOnly` keeps the unread ones. */
+export async function readNotifications(db: Queryable, opts: { unreadOnly?: boolean } = {}): Promise<DeviceNotification[]> {
+  const rows = await db.query<{ row: NotificationRow }>(
+    `select row from feed_rows where tbl = 'notifications' and ($1::boolean is not true or (row->>'is_read')::boolean is false)
+     order by row->>'created_at' desc, id desc`,
+    [opts.unreadOnly ?? false],
+  );
+  return rows.map((r) => r.row);
 }

@@ -10,6 +10,9 @@
 import * as z from 'zod';
 import {
   acceptInvitationResult,
+  chatMessage,
+  conversation,
+  notification,
   chartDetail,
   claimPreview,
   clinicianSettings,
@@ -166,6 +169,15 @@ export const ENDPOINTS = {
   'scheduling.updatePolicy': data('PUT', '/scheduling/policy', schedulingPolicy),
   'scheduling.optimize': data('POST', '/scheduling/optimize', routeSuggestion),
   'scheduling.apply': data('POST', '/scheduling/apply', z.object({ changed: z.number().int() })),
+
+  // ---- messages and notifications (messages.ts, notifications.ts) -------------------------
+  'messages.conversations': data('GET', '/messages/conversations', z.array(conversation)),
+  'messages.list': page('GET', '/messages/:conversationId', chatMessage),
+  'messages.send': message('POST', '/messages/send'),
+  'messages.markRead': message('PUT', '/messages/:conversationId/read'),
+  'notifications.list': page('GET', '/notifications', notification),
+  'notifications.markRead': message('PUT', '/notifications/:uuid/read'),
+  'notifications.markAllRead': message('PUT', '/notifications/read-all'),
 
   // ---- dashboards and reports (reports.ts) -----------------------------------------------
   'reports.actionList': data('GET', '/dashboard-action-list', dashboardActionList),

@@ -114,6 +114,17 @@ export {
 } from './errors.ts';
 export type { SubscriptionApi, SubscriptionState, VerifyReceiptBody } from './areas/subscription.ts';
 export type { SyncApi, SyncMutationsBody, SyncMutationsResult } from './areas/sync.ts';
+export type {
+  ChatMessage,
+  Conversation,
+  MessageListQuery,
+  MessagesApi,
+  NotificationListQuery,
+  NotificationRecord,
+  NotificationsApi,
+  NotificationType,
+  SendMessageBody,
+} from './areas/messages.ts';
 export type { FetchLike, QueryValues, TokenSource, UnauthorizedHandler } from './transport.ts';
 export type {
   ApplyScheduleBody,

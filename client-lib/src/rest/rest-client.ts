@@ -18,6 +18,7 @@ import {
   type OrganizationsApi,
 } from './areas/organizations.ts';
 import { documentsApi, patientsApi, type DocumentsApi, type PatientsApi } from './areas/patients.ts';
+import { messagesApi, notificationsApi, type MessagesApi, type NotificationsApi } from './areas/messages.ts';
 import { reportsApi, type ReportsApi } from './areas/reports.ts';
 import { schedulingApi, type SchedulingApi } from './areas/scheduling.ts';
 import { subscriptionApi, type SubscriptionApi } from './areas/subscription.ts';
@@ -71,6 +72,10 @@ export interface RestClient extends AccountsApi {
   readonly visits: VisitsApi;
   /** Push-notification device tokens. */
   readonly pushTokens: PushTokensApi;
+  /** Email-based conversations with patients. */
+  readonly messages: MessagesApi;
+  /** The notification history. */
+  readonly notifications: NotificationsApi;
   /** Dashboards and reports. */
   readonly reports: ReportsApi;
   /** The sync channel's HTTP fallback for queued mutations. */
@@ -118,6 +123,8 @@ export function createRestClient(options: RestClientOptions): RestClient {
     documents: documentsApi(call),
     visits: visitsApi(call),
     pushTokens: pushTokensApi(call),
+    messages: messagesApi(call),
+    notifications: notificationsApi(call),
     reports: reportsApi(call),
     sync: syncApi(call),
     scheduling: schedulingApi(call),

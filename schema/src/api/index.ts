@@ -8,3 +8,5 @@ export * from './clinician-settings.ts';
 export * from './reports.ts';
 export * from './scheduling.ts';
 export * from './subscription.ts';
+export * from './messages.ts';
+export * from './notifications.ts';

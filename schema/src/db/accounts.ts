@@ -171,6 +171,16 @@ export const mailOutbox = pgTable(
     storedAs: text('stored_as'),
     createdAt: createdAt(),
     sentAt: ts('sent_at'),
+    /** Reply-To header (a conversation's `reply+<token>@…` address). */
+    replyTo: text('reply_to'),
+    /**
+     * A mail that carries PHI (a message to a patient) keeps its recipient, subject and body
+     * here, sealed with the PHI key ring as JSON, bound to `mail_outbox.phi_enc:<id>`; the
+     * clear columns then hold a PHI-free label. Cleared when sent, like `text_body`.
+     */
+    phiEnc: text('phi_enc'),
+    /** The clinician a PHI mail was sent for: deleting the account deletes it (cascade). */
+    ownerId: uuid('owner_id').references(() => users.id, { onDelete: 'cascade' }),
   },
   (t) => [index('mail_outbox_created_idx').on(t.createdAt), index('mail_outbox_to_idx').on(t.toAddress)],
 );

@@ -5,3 +5,4 @@ export * from './clinical.ts';
 export * from './sync.ts';
 export * from './scheduling.ts';
 export * from './subscriptions.ts';
+export * from './messaging.ts';

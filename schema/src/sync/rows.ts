@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { notification } from '../api/notifications.ts';
 import { effectiveConfig } from '../api/organizations.ts';
 import { referral, vitalSigns } from '../api/patients.ts';
 import { evvRecord, mileage, soapNote, timerEvent, visit } from '../api/visits.ts';
@@ -73,6 +74,9 @@ export const organizationConfigRow = effectiveConfig
   .extend({ organization: z.object({ uuid: z.string(), name: z.string() }).nullable() })
   .strict();
 
+/** A notification of the device's user: the REST record (PHI-free title and body, ids in `data`). */
+export const notificationRow = notification.strict();
+
 /** Feed table → row schema. Tables without a server-side source yet are absent. */
 export const FEED_ROWS = {
   patients: patientRow,
@@ -81,6 +85,7 @@ export const FEED_ROWS = {
   timer_events: timerEventRow,
   soap_notes: soapNoteRow,
   visit_mileage: mileageRow,
+  notifications: notificationRow,
   organization_config: organizationConfigRow,
 } as const;
 export type FeedTable = keyof typeof FEED_ROWS;
@@ -91,4 +96,5 @@ export type VisitRow = z.infer<typeof visitRow>;
 export type TimerEventRow = z.infer<typeof timerEventRow>;
 export type SoapNoteRow = z.infer<typeof soapNoteRow>;
 export type MileageRow = z.infer<typeof mileageRow>;
+export type NotificationRow = z.infer<typeof notificationRow>;
 export type OrganizationConfigRow = z.infer<typeof organizationConfigRow>;

@@ -4,6 +4,8 @@ import { z } from 'zod';
 export const taskPayloads = {
   send_mail: z.object({ mail_id: z.uuid() }),
   cleanup_expired: z.object({}).loose(),
+  push_notification: z.object({ notification_id: z.uuid() }),
+  push_send: z.object({ notification_id: z.uuid(), token_id: z.uuid() }),
 } as const;
 
 export type TaskName = keyof typeof taskPayloads;

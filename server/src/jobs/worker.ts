@@ -6,12 +6,15 @@ import type { Services } from '../services/index.ts';
 import { taskPayloads, type TaskName } from './task-map.ts';
 import { cleanupExpired } from './cleanup-expired.ts';
 import { sendMail } from './send-mail.ts';
+import { pushNotification, pushSend } from './push-notification.ts';
 
 export type JobHandler<T extends TaskName> = (services: Services, payload: import('./task-map.ts').TaskPayload<T>) => Promise<void>;
 
 const handlers: { [K in TaskName]: JobHandler<K> } = {
   send_mail: sendMail,
   cleanup_expired: cleanupExpired,
+  push_notification: pushNotification,
+  push_send: pushSend,
 };
 
 function workerLogger(log: FastifyBaseLogger): Logger {

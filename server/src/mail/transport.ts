@@ -7,6 +7,8 @@ export interface OutgoingMail {
   readonly to: string;
   readonly subject: string;
   readonly text: string;
+  /** Reply-To header, when replies must reach another address than the sender. */
+  readonly replyTo?: string | undefined;
 }
 
 export interface MailTransport {
@@ -26,7 +28,7 @@ export function createMailTransport(opts: { smtpUrl: string | null; from: string
     return {
       kind: 'smtp',
       async send(mail) {
-        const info = await transporter.sendMail({ from: opts.from, to: mail.to, subject: mail.subject, text: mail.text });
+        const info = await transporter.sendMail({ from: opts.from, to: mail.to, subject: mail.subject, text: mail.text, ...(mail.replyTo ? { replyTo: mail.replyTo } : {}) });
         return { messageId: String(info.messageId), storedAs: null };
       },
       close: () => transporter.close(),
@@ -37,7 +39,7 @@ export function createMailTransport(opts: { smtpUrl: string | null; from: string
   return {
     kind: 'file',
     async send(mail) {
-      const info = await renderer.sendMail({ from: opts.from, to: mail.to, subject: mail.subject, text: mail.text });
+      const info = await renderer.sendMail({ from: opts.from, to: mail.to, subject: mail.subject, text: mail.text, ...(mail.replyTo ? { replyTo: mail.replyTo } : {}) });
       await fs.mkdir(dir, { recursive: true, mode: 0o700 });
       const file = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${mail.id}.eml`);
       await fs.writeFile(file, info.message as Buffer, { mode: 0o600 });

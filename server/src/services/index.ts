@@ -16,6 +16,10 @@ import { createPasswordReset } from './auth/password-reset.ts';
 import { createSessions } from './auth/sessions.ts';
 import { createIdempotency } from './idempotency.ts';
 import { createMaintenance } from './maintenance.ts';
+import { createMessages } from './messages/messages.ts';
+import { createFcmClient } from './notifications/fcm-client.ts';
+import { createNotifications } from './notifications/notifications.ts';
+import { createPush } from './notifications/push.ts';
 import { createMailOutbox } from './mail/mail-outbox.ts';
 import { createOrganizationServices } from './organizations/index.ts';
 import { seatOf } from './organizations/seats.ts';
@@ -52,9 +56,10 @@ export function createServices(deps: ServiceDeps) {
   });
   const sessions = createSessions({ db, clock, accessTokens, refreshTtlSeconds: config.jwt.refreshTtlSeconds });
   const throttle = createThrottle({ clock });
-  const mail = createMailOutbox({ db, clock, transport: deps.mailTransport });
+  const mail = createMailOutbox({ db, clock, transport: deps.mailTransport, phi: deps.phi });
   const idempotency = createIdempotency({ db, clock, phi: deps.phi, ttlSeconds: config.limits.idempotencyTtlSeconds });
-  const organizationServices = createOrganizationServices({ db, clock, config, sessions, throttle, mail });
+  const notifications = createNotifications({ db, clock, pushEnabled: config.fcm !== null });
+  const organizationServices = createOrganizationServices({ db, clock, config, sessions, throttle, mail, notifications });
   const audit = createAuditLog({ db, clock, durably: unitOfWork.durably });
   const clinicianSettings = createClinicianSettings({ db, clock });
   return {
@@ -76,6 +81,10 @@ export function createServices(deps: ServiceDeps) {
     ...createVisitServices({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
     ...createRoutingServices({ db, clock, phi: deps.phi, audit, config }),
     idempotency,
+    /** `notifications.record(tx, {userId, type, data})`: the history every feature writes to. */
+    notifications,
+    push: createPush({ db, fcm: config.fcm ? createFcmClient({ config: config.fcm, clock }) : null }),
+    messages: createMessages({ db, clock, phi: deps.phi, audit, mail, notifications, replyDomain: config.messages.replyDomain }),
     maintenance: createMaintenance({ db, clock, idempotency, embedded: config.database.kind === 'pglite' }),
     /** The caller's organization seat, for audit contexts (http/audit-context.ts). */
     seatOf: (userId: string) => seatOf(db, userId),

@@ -31,6 +31,11 @@ export const PHI_TABLES: readonly PhiTable[] = [
     columns: ['subjective_enc', 'objective_enc', 'assessment_enc', 'plan_enc', 'vital_signs_enc', 'signature_enc'],
     rowId: byId,
   },
+  // Patient messaging (services/messages): conversations bound to their integer id.
+  { table: 'conversations', key: ['id'], columns: ['patient_email_enc', 'patient_name_enc', 'subject_enc', 'reply_token_enc'], rowId: byId },
+  { table: 'messages', key: ['id'], columns: ['body_enc', 'subject_enc'], rowId: byId },
+  // Mail to patients until it is sent (services/mail/mail-outbox.ts enqueueSealed).
+  { table: 'mail_outbox', key: ['id'], columns: ['phi_enc'], rowId: byId },
   // Yjs updates of draft notes, bound to their (sequence-drawn) id; server/src/sync/drafts-store.ts.
   { table: 'draft_updates', key: ['id'], columns: ['update_enc'], rowId: byId },
   // The clinician's home address (services/routing/policy.ts), bound to the user id.

@@ -5,12 +5,13 @@
  */
 import { and, eq, gte, isNull, lte, or, sql, type SQL } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
-import { patientReferrals, patients, soapNotes, timerEvents, visitMileage, visits } from '@fieldchart/schema/db';
+import { notifications, patientReferrals, patients, soapNotes, timerEvents, visitMileage, visits } from '@fieldchart/schema/db';
 import type { Change, OrganizationConfigRow } from '@fieldchart/schema/sync';
 import { rowsOf, type Db } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { PhiCrypto } from '../security/phi-crypto.ts';
 import { localDate } from '../services/clinician-settings.ts';
+import { notificationRecord } from '../services/notifications/notifications.ts';
 import { openPatient } from '../services/patients/patient-codec.ts';
 import { addDays } from '../services/reports/visit-facts.ts';
 import { soapRecordOf, visitFieldsOf } from '../services/visits/visit-records.ts';
@@ -103,8 +104,8 @@ export function createFeed(deps: FeedDeps) {
               ? and(eq(visits.ownerId, userId), inWindow, or(changed(child), changed(visits), entered))
               : and(eq(visits.ownerId, userId), inWindow, isNull(visits.deletedAt), isNull(child.deletedAt));
           // Issued together: on PostgreSQL they are pipelined on the transaction's connection,
-          // one round trip instead of six.
-          const [patientRows, referralRows, visitRows, eventRows, noteRows, mileageRows] = await Promise.all([
+          // one round trip instead of seven.
+          const [patientRows, referralRows, visitRows, eventRows, noteRows, mileageRows, notificationRows] = await Promise.all([
             tx.select().from(patients).where(and(eq(patients.ownerId, userId), changed(patients), live(patients))),
             tx.select().from(patientReferrals).where(and(eq(patientReferrals.ownerId, userId), changed(patientReferrals), live(patientReferrals))),
             // Visits in the window and new to the device; a changed visit now outside it left the scope.
@@ -127,6 +128,7 @@ export function createFeed(deps: FeedDeps) {
               .from(visitMileage)
               .innerJoin(visits, eq(visits.id, visitMileage.visitId))
               .where(and(eq(visitMileage.ownerId, userId), childScope(visitMileage))),
+            tx.select().from(notifications).where(and(eq(notifications.ownerId, userId), changed(notifications), live(notifications))),
           ]);
 
           for (const p of patientRows) {
@@ -183,6 +185,8 @@ export function createFeed(deps: FeedDeps) {
               recorded_at: m.recordedAt.toISOString(),
             }));
           }
+
+          for (const n of notificationRows) push('notifications', n.id, n, () => notificationRecord(n));
 
           if (!since || since.config !== configHash) {
             changes.push({ table: 'organization_config', op: 'upsert', id: userId, version: 0, row: { ...scope.config } });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { and, desc, eq, sql } from 'drizzle-orm';
 import { mailOutbox } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
@@ -6,6 +7,26 @@ import type { MailContent } from '../../mail/templates.ts';
 import type { MailTransport } from '../../mail/transport.ts';
 import type { Clock } from '../../clock.ts';
 import { redactText } from '../../log-safety.ts';
+import type { PhiCrypto } from '../../security/phi-crypto.ts';
+
+/** A mail whose recipient, subject and body are PHI (a message to a patient). */
+export interface SealedMail {
+  /** The clinician it is sent for (the row is deleted with the account). */
+  readonly ownerId: string;
+  readonly to: string;
+  readonly subject: string;
+  readonly text: string;
+  readonly replyTo: string;
+  readonly kind: string;
+  /** What the mail log shows instead of the recipient and subject (no PHI). */
+  readonly label: string;
+}
+
+interface SealedParts {
+  readonly to: string;
+  readonly subject: string;
+  readonly text: string;
+}
 
 export interface MailSummary {
   readonly id: string;
@@ -23,7 +44,8 @@ export interface MailSummary {
  * Mail is written to an outbox row and a send_mail job in the caller's transaction: it
  * leaves only if what caused it commits, and SMTP trouble becomes a retry, not a 500.
  */
-export function createMailOutbox(deps: { db: Db; transport: MailTransport; clock: Clock }) {
+export function createMailOutbox(deps: { db: Db; transport: MailTransport; clock: Clock; phi: PhiCrypto }) {
+  const openParts = (id: string, stored: string): SealedParts => JSON.parse(deps.phi.open(stored, 'mail_outbox', 'phi_enc', id) ?? '{}') as SealedParts;
   const summary = (r: typeof mailOutbox.$inferSelect): MailSummary => ({
     id: r.id,
     to: r.toAddress,
@@ -47,13 +69,35 @@ export function createMailOutbox(deps: { db: Db; transport: MailTransport; clock
       return row.id;
     },
 
+    /**
+     * Like `enqueue`, for a mail carrying PHI: recipient, subject and body are sealed at rest
+     * until sent (then cleared); the log keeps `label` only.
+     */
+    async enqueueSealed(tx: Db, mail: SealedMail): Promise<string> {
+      const id = randomUUID();
+      const parts: SealedParts = { to: mail.to, subject: mail.subject, text: mail.text };
+      await tx.insert(mailOutbox).values({
+        id,
+        toAddress: mail.label,
+        subject: mail.label,
+        textBody: null,
+        kind: mail.kind,
+        replyTo: mail.replyTo,
+        ownerId: mail.ownerId,
+        phiEnc: deps.phi.seal(JSON.stringify(parts), 'mail_outbox', 'phi_enc', id),
+      });
+      await enqueue(tx, 'send_mail', { mail_id: id });
+      return id;
+    },
+
     /** The send_mail task. Safe to run twice: a sent row is left alone. */
     async deliver(mailId: string): Promise<'sent' | 'already_sent' | 'missing'> {
       const [row] = await deps.db.select().from(mailOutbox).where(eq(mailOutbox.id, mailId));
       if (!row) return 'missing';
-      if (row.status === 'sent' || row.textBody === null) return 'already_sent';
+      if (row.status === 'sent' || (row.textBody === null && row.phiEnc === null)) return 'already_sent';
+      const parts: SealedParts = row.phiEnc ? openParts(row.id, row.phiEnc) : { to: row.toAddress, subject: row.subject, text: row.textBody ?? '' };
       try {
-        const result = await deps.transport.send({ id: row.id, to: row.toAddress, subject: row.subject, text: row.textBody });
+        const result = await deps.transport.send({ id: row.id, to: parts.to, subject: parts.subject, text: parts.text, replyTo: row.replyTo ?? undefined });
         await deps.db
           .update(mailOutbox)
           .set({
@@ -62,6 +106,7 @@ export function createMailOutbox(deps: { db: Db; transport: MailTransport; clock
             messageId: result.messageId,
             storedAs: result.storedAs,
             textBody: null,
+            phiEnc: null,
             attempts: sql`${mailOutbox.attempts} + 1`,
           })
           .where(eq(mailOutbox.id, mailId));

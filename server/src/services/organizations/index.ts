@@ -3,6 +3,7 @@ import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
 import type { Sessions } from '../auth/sessions.ts';
 import type { MailOutbox } from '../mail/mail-outbox.ts';
+import type { NotificationsService } from '../notifications/notifications.ts';
 import type { Throttle } from '../throttle.ts';
 import { createClaims } from './claims.ts';
 import { createFeatures } from './features.ts';
@@ -21,14 +22,15 @@ export function createOrganizationServices(deps: {
   sessions: Sessions;
   throttle: Throttle;
   mail: MailOutbox;
+  notifications: NotificationsService;
 }) {
   const { db, clock, config, mail } = deps;
   const membership = createMembership({ db, clock });
   return {
     organizations: createOrganizations({ db, clock }),
     membership,
-    joinRequests: createJoinRequests({ db, clock, mail, membership }),
-    invitations: createInvitations({ db, clock, config, mail, membership }),
+    joinRequests: createJoinRequests({ db, clock, mail, membership, notifications: deps.notifications }),
+    invitations: createInvitations({ db, clock, config, mail, membership, notifications: deps.notifications }),
     invitationSignup: createInvitationSignup({ ...deps, membership }),
     claims: createClaims({ db, clock, config, mail, membership }),
     features: createFeatures({ db, clock }),

@@ -9,6 +9,7 @@ import { organizationInvitation } from '../../mail/templates.ts';
 import { newOpaqueToken, sha256 } from '../../security/random-tokens.ts';
 import type { Principal } from '../auth/sessions.ts';
 import type { MailOutbox } from '../mail/mail-outbox.ts';
+import type { NotificationsService } from '../notifications/notifications.ts';
 import { findUserById } from '../users/user-profile.ts';
 import { alreadyInOrganization, type Membership } from './membership.ts';
 import { selectInvitations } from './records.ts';
@@ -38,7 +39,7 @@ export interface NewInvitation {
  * invitation past expires_at reads as `expired` and is stored so when it stands in the way of
  * a new one.
  */
-export function createInvitations(deps: { db: Db; clock: Clock; config: Config; mail: MailOutbox; membership: Membership }) {
+export function createInvitations(deps: { db: Db; clock: Clock; config: Config; mail: MailOutbox; membership: Membership; notifications: NotificationsService }) {
   const { db, clock } = deps;
 
   /** An invitation addressed to the caller that is still open; anything else is 404. */
@@ -69,7 +70,7 @@ export function createInvitations(deps: { db: Db; clock: Clock; config: Config; 
       const token = newOpaqueToken();
       await db.transaction(async (tx) => {
         const [existing] = await tx
-          .select({ id: users.id, firstName: users.firstName, organizationId: organizationMembers.organizationId })
+          .select({ id: users.id, firstName: users.firstName, emailVerifiedAt: users.emailVerifiedAt, organizationId: organizationMembers.organizationId })
           .from(users)
           .leftJoin(organizationMembers, eq(organizationMembers.userId, users.id))
           .where(eq(users.email, input.email));
@@ -92,8 +93,9 @@ export function createInvitations(deps: { db: Db; clock: Clock; config: Config; 
               lte(invitations.expiresAt, now),
             ),
           );
+        let invitationId: string | undefined;
         try {
-          await tx.insert(invitations).values({
+          const [created] = await tx.insert(invitations).values({
             organizationId: seat.organizationId,
             email: input.email,
             role: input.role,
@@ -104,7 +106,8 @@ export function createInvitations(deps: { db: Db; clock: Clock; config: Config; 
             expiresAt: addSeconds(now, INVITATION_TTL_DAYS * 86_400),
             invitedBy: principal.userId,
             createdAt: now,
-          });
+          }).returning({ id: invitations.id });
+          invitationId = created?.id;
         } catch (err) {
           if (isUniqueViolation(err)) throw openInvitationExists();
           throw err;
@@ -127,6 +130,10 @@ export function createInvitations(deps: { db: Db; clock: Clock; config: Config; 
             validDays: INVITATION_TTL_DAYS,
           }),
         );
+        // In the app only for a verified address (the invitee's list shows nothing otherwise).
+        if (existing?.emailVerifiedAt && invitationId) {
+          await deps.notifications.record(tx, { userId: existing.id, type: 'invitation_received', data: { invitation_uuid: invitationId } });
+        }
       });
     },
 

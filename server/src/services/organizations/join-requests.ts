@@ -7,6 +7,7 @@ import { Conflict, NotFound } from '../../errors.ts';
 import { joinRequestApproved } from '../../mail/templates.ts';
 import type { Principal } from '../auth/sessions.ts';
 import type { MailOutbox } from '../mail/mail-outbox.ts';
+import type { NotificationsService } from '../notifications/notifications.ts';
 import { alreadyInOrganization, type Membership } from './membership.ts';
 import { selectJoinRequests } from './records.ts';
 import { requireAdmin, seatOf } from './seats.ts';
@@ -17,7 +18,7 @@ const pendingExists = () => new Conflict('You already asked to join this organiz
  * Join requests: a clinician asks, an admin of that organization approves or rejects
  * (contract: GET /my-organization/join-requests, POST …/{uuid}/approve|reject).
  */
-export function createJoinRequests(deps: { db: Db; clock: Clock; mail: MailOutbox; membership: Membership }) {
+export function createJoinRequests(deps: { db: Db; clock: Clock; mail: MailOutbox; membership: Membership; notifications: NotificationsService }) {
   const { db, clock } = deps;
 
   /** Only listed, active organizations take requests; anything else is "not found". */
@@ -118,6 +119,11 @@ export function createJoinRequests(deps: { db: Db; clock: Clock; mail: MailOutbo
           .innerJoin(organizations, eq(organizations.id, seat.organizationId))
           .where(eq(users.id, request.userId));
         if (who) await deps.mail.enqueue(tx, who.email, joinRequestApproved({ firstName: who.firstName, organizationName: who.organizationName }));
+        await deps.notifications.record(tx, {
+          userId: request.userId,
+          type: 'join_request_approved',
+          data: { join_request_uuid: request.id, organization_uuid: seat.organizationId },
+        });
       });
     },
 

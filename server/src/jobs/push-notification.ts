@@ -1,0 +1,11 @@
+import type { JobHandler } from './worker.ts';
+
+/** Fans a recorded notification out to one push_send job per device token. */
+export const pushNotification: JobHandler<'push_notification'> = async (services, payload) => {
+  await services.push.fanOut(payload.notification_id);
+};
+
+/** Sends one notification to one device; a transient FCM failure throws and is retried. */
+export const pushSend: JobHandler<'push_send'> = async (services, payload) => {
+  await services.push.sendOne(payload.notification_id, payload.token_id);
+};
