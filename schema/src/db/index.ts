@@ -3,3 +3,4 @@ export * from './accounts.ts';
 export * from './organizations.ts';
 export * from './clinical.ts';
 export * from './sync.ts';
+export * from './ai.ts';

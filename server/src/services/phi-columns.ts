@@ -33,6 +33,13 @@ export const PHI_TABLES: readonly PhiTable[] = [
   },
   // Yjs updates of draft notes, bound to their (sequence-drawn) id; server/src/sync/drafts-store.ts.
   { table: 'draft_updates', key: ['id'], columns: ['update_enc'], rowId: byId },
+  // AI documentation runs: everything derived from the recording (services/ai/pipeline).
+  {
+    table: 'ai_transcriptions',
+    key: ['id'],
+    columns: ['raw_transcript_enc', 'segments_enc', 'generated_soap_enc', 'source_map_enc', 'verification_flags_enc', 'vital_signs_enc'],
+    rowId: byId,
+  },
   // Stored idempotent responses can carry PHI; services/idempotency.ts binds them to scope NUL key.
   {
     table: 'idempotency_keys',
