@@ -4,3 +4,4 @@ export * from './organizations.ts';
 export * from './clinical.ts';
 export * from './sync.ts';
 export * from './ai.ts';
+export * from './audio.ts';
