@@ -63,6 +63,18 @@ const envSchema = z.object({
   WORKER_CONCURRENCY: int(4, 1),
   BODY_LIMIT_BYTES: int(1024 * 1024, 1024),
   SHUTDOWN_GRACE_MS: int(10_000, 0),
+  AI_NOTES_URL: z.url().optional(),
+  AI_NOTES_API_KEY: z.string().min(1).optional(),
+  AI_NOTES_MODEL: z.string().min(1).default('gpt-4o-mini'),
+  AI_NOTES_TIMEOUT_MS: int(60_000, 100),
+  STT_ENGINE: z.enum(['auto', 'openai', 'pocketsphinx', 'none']).default('auto'),
+  STT_URL: z.url().optional(),
+  STT_API_KEY: z.string().min(1).optional(),
+  STT_MODEL: z.string().min(1).default('whisper-1'),
+  STT_TIMEOUT_MS: int(300_000, 100),
+  POCKETSPHINX_BIN: z.string().min(1).default('pocketsphinx_continuous'),
+  POCKETSPHINX_MODEL_DIR: z.string().min(1).default('/usr/share/pocketsphinx/model/en-us'),
+  AI_JOB_MAX_ATTEMPTS: int(5, 1),
 });
 
 export interface Config {
@@ -108,6 +120,30 @@ export interface Config {
   };
   readonly worker: { readonly enabled: boolean; readonly concurrency: number };
   readonly shutdownGraceMs: number;
+  readonly ai: {
+    /** Note generation: an OpenAI-compatible chat-completions endpoint, or (url null) the local structurer. */
+    readonly notes: {
+      readonly url: string | null;
+      readonly apiKey: string | null;
+      readonly model: string;
+      readonly timeoutMs: number;
+    };
+    /**
+     * Speech to text: `openai` (an OpenAI-compatible /v1/audio/transcriptions at url),
+     * `pocketsphinx` (offline, Debian's binary and US English model), `auto` (openai when
+     * STT_URL is set, else pocketsphinx when installed), or `none`.
+     */
+    readonly stt: {
+      readonly engine: 'auto' | 'openai' | 'pocketsphinx' | 'none';
+      readonly url: string | null;
+      readonly apiKey: string | null;
+      readonly model: string;
+      readonly timeoutMs: number;
+      readonly pocketsphinx: { readonly bin: string; readonly modelDir: string };
+    };
+    /** The ai_process_audio job: attempts (graphile-worker's backoff) before `failed`. */
+    readonly pipeline: { readonly maxAttempts: number };
+  };
 }
 
 export class ConfigError extends Error {
@@ -184,5 +220,22 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     worker: { enabled: e.WORKER_ENABLED, concurrency: e.WORKER_CONCURRENCY },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    ai: {
+      notes: {
+        url: e.AI_NOTES_URL ?? null,
+        apiKey: e.AI_NOTES_API_KEY ?? null,
+        model: e.AI_NOTES_MODEL,
+        timeoutMs: e.AI_NOTES_TIMEOUT_MS,
+      },
+      stt: {
+        engine: e.STT_ENGINE,
+        url: e.STT_URL ?? null,
+        apiKey: e.STT_API_KEY ?? null,
+        model: e.STT_MODEL,
+        timeoutMs: e.STT_TIMEOUT_MS,
+        pocketsphinx: { bin: e.POCKETSPHINX_BIN, modelDir: e.POCKETSPHINX_MODEL_DIR },
+      },
+      pipeline: { maxAttempts: e.AI_JOB_MAX_ATTEMPTS },
+    },
   });
 }
