@@ -6,3 +6,4 @@ export * from './patients.ts';
 export * from './visits.ts';
 export * from './clinician-settings.ts';
 export * from './reports.ts';
+export * from './ai.ts';
