@@ -1,0 +1,156 @@
+/**
+ * What every generator's draft goes through before a clinician sees it: each sentence is
+ * traced to the transcript span it came from (and to audio time when the engine gave
+ * segments), a sentence without support is removed from the text and flagged, and the
+ * confidence, verification flags, vital signs and not-mentioned checklist items are derived.
+ *
+ * Decision on unsupported sentences: they are REMOVED from `generated_soap` (a clinician
+ * skimming the note must not sign words nobody said) and kept visible twice: in
+ * `verification_flags` ("Removed, not found in the transcript: …") and as a `source_map`
+ * entry with `unsupported: true`, whose span is the closest partial match (empty at 0 when
+ * nothing matched).
+ */
+import { checklistFor, matchChecklist } from '@fieldchart/schema/checklists';
+import { tokenize, type Token } from './clauses.ts';
+import { classifyClause, type Section } from './classify.ts';
+import { abnormalVitals, extractVitals } from './vitals.ts';
+import type { GeneratedNote, SourceMapEntry, TranscriptSegment } from './types.ts';
+
+export const SECTIONS: readonly Section[] = ['subjective', 'objective', 'assessment', 'plan'];
+
+export interface DraftSentence {
+  readonly text: string;
+  /** known span (the local structurer); absent: searched in the transcript */
+  readonly char_start?: number;
+  readonly char_end?: number;
+  readonly confidence?: number;
+}
+
+export interface Draft {
+  readonly sections: Record<Section, readonly DraftSentence[]>;
+  readonly generator: string;
+}
+
+export interface PostProcessInput {
+  readonly transcript: string;
+  readonly segments?: readonly TranscriptSegment[];
+  readonly discipline: string;
+}
+
+/** Words a faithful restatement may add without adding content. */
+const GLUE = new Set(['the', 'a', 'an', 'is', 'was', 'were', 'are', 'and', 'with', 'of', 'to', 'on', 'in', 'at', 'for', 'patient', 'pt', 'has', 'had', 'be', 'been']);
+
+const words = (text: string) => tokenize(text).map((t) => t.norm).filter((w) => w !== '');
+
+export interface Support {
+  readonly char_start: number;
+  readonly char_end: number;
+  /** every content word of the sentence was found in that span */
+  readonly supported: boolean;
+}
+
+/**
+ * The transcript span that best supports a sentence: the window holding the most of its
+ * words. Supported only when every word that is not glue, and every number, is in it.
+ */
+export function findSupport(sentence: string, tokens: readonly Token[], hint?: { start: number; end: number }): Support {
+  const want = words(sentence);
+  if (want.length === 0) return { char_start: 0, char_end: 0, supported: false };
+  const content = want.filter((w) => !GLUE.has(w));
+  const candidates = hint ? tokens.filter((t) => t.start >= hint.start && t.end <= hint.end) : tokens;
+  const maxWindow = want.length * 2 + 8;
+  let best = { score: -1, first: 0, last: 0 };
+  for (let i = 0; i < candidates.length; i += 1) {
+    if (!want.includes(candidates[i]!.norm)) continue;
+    const remaining = new Map<string, number>();
+    for (const w of want) remaining.set(w, (remaining.get(w) ?? 0) + 1);
+    let score = 0;
+    let last = i;
+    const limit = hint ? candidates.length : Math.min(candidates.length, i + maxWindow);
+    for (let j = i; j < limit; j += 1) {
+      const n = remaining.get(candidates[j]!.norm) ?? 0;
+      if (n > 0) {
+        remaining.set(candidates[j]!.norm, n - 1);
+        score += GLUE.has(candidates[j]!.norm) ? 0.1 : 1;
+        last = j;
+      }
+    }
+    if (score > best.score) best = { score, first: i, last };
+  }
+  if (best.score < 0) return { char_start: 0, char_end: 0, supported: false };
+  const span = candidates.slice(best.first, best.last + 1);
+  const bag = new Map<string, number>();
+  for (const t of span) bag.set(t.norm, (bag.get(t.norm) ?? 0) + 1);
+  const supported = content.every((w) => {
+    const n = bag.get(w) ?? 0;
+    if (n > 0) bag.set(w, n - 1);
+    return n > 0;
+  });
+  return { char_start: candidates[best.first]!.start, char_end: candidates[best.last]!.end, supported };
+}
+
+function audioTime(segments: readonly TranscriptSegment[] | undefined, start: number, end: number): { start_ms?: number; end_ms?: number } {
+  if (!segments || segments.length === 0) return {};
+  const overlapping = segments.filter((s) => s.char_end > start && s.char_start < end);
+  if (overlapping.length === 0) return {};
+  return { start_ms: Math.min(...overlapping.map((s) => s.start_ms)), end_ms: Math.max(...overlapping.map((s) => s.end_ms)) };
+}
+
+const DOSE = /\b\d+(?:\.\d+)?\s*(?:mg|mcg|milligrams?|micrograms?|units?|ml|milliliters?|cc|tabs?|tablets?|puffs?|l\/min|liters?|meq)\b/i;
+const DRUGS =
+  /\b(?:insulin|lantus|humalog|novolog|lasix|furosemide|metoprolol|lisinopril|losartan|warfarin|coumadin|eliquis|apixaban|xarelto|rivaroxaban|plavix|clopidogrel|metformin|glipizide|oxycodone|hydrocodone|norco|percocet|tramadol|morphine|gabapentin|prednisone|albuterol|amlodipine|atorvastatin|levothyroxine|aspirin|tylenol|acetaminophen|ibuprofen|motrin|digoxin|potassium|spironolactone|carvedilol|hydralazine|nitroglycerin|heparin|lovenox|enoxaparin|antibiotic|amoxicillin|keflex|cephalexin|cipro|ciprofloxacin|bactrim|diuretic|blood thinner|steroid|opioid|narcotic)\b/i;
+
+export function postProcess(input: PostProcessInput, draft: Draft): GeneratedNote {
+  const tokens = tokenize(input.transcript);
+  const generated = {} as Record<Section, string>;
+  const sourceMap = {} as Record<Section, SourceMapEntry[]>;
+  const confidence = {} as Record<Section, number>;
+  const flags: string[] = [];
+  const kept: string[] = [];
+  for (const section of SECTIONS) {
+    const texts: string[] = [];
+    const entries: SourceMapEntry[] = [];
+    let confSum = 0;
+    let weight = 0;
+    for (const s of draft.sections[section]) {
+      const text = s.text.trim();
+      if (text === '') continue;
+      const hint = s.char_start !== undefined && s.char_end !== undefined ? { start: s.char_start, end: s.char_end } : undefined;
+      const support = findSupport(text, tokens, hint);
+      if (!support.supported) {
+        flags.push(`Removed, not found in the transcript (${section}): "${text}"`);
+        entries.push({ sentence: text, char_start: support.char_start, char_end: support.char_end, unsupported: true });
+        continue;
+      }
+      const c = s.confidence ?? (classifyClause(text, input.discipline).section === section ? 0.9 : 0.6);
+      if (c < 0.65) flags.push(`Low confidence that this belongs in ${section}: "${text}"`);
+      if (DOSE.test(text) || DRUGS.test(text)) flags.push(`Medication or dose to verify: "${text}"`);
+      texts.push(text);
+      kept.push(text);
+      entries.push({ sentence: text, char_start: support.char_start, char_end: support.char_end, ...audioTime(input.segments, support.char_start, support.char_end) });
+      confSum += c * text.length;
+      weight += text.length;
+    }
+    generated[section] = texts.join(' ');
+    sourceMap[section] = entries;
+    // an empty section: nothing to be confident about
+    confidence[section] = weight === 0 ? 0 : Math.round((confSum / weight) * 100) / 100;
+  }
+  const vitals = extractVitals(kept);
+  flags.unshift(...abnormalVitals(vitals));
+  const checklist = checklistFor(input.discipline);
+  const notMentioned = checklist
+    ? Object.entries(matchChecklist(checklist, input.transcript))
+        .filter(([, m]) => !m.matched)
+        .map(([id]) => checklist.items.find((i) => i.id === id)!.label)
+    : [];
+  return {
+    generated_soap: generated,
+    source_map: sourceMap,
+    confidence_summary: confidence,
+    verification_flags: flags,
+    not_mentioned: notMentioned,
+    vital_signs: { ...vitals },
+    generator: draft.generator,
+  };
+}
