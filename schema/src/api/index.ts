@@ -6,4 +6,5 @@ export * from './patients.ts';
 export * from './visits.ts';
 export * from './clinician-settings.ts';
 export * from './reports.ts';
+export * from './ai-checklists.ts';
 export * from './ai.ts';

@@ -7,6 +7,7 @@ import { createAccessTokens } from '../security/access-tokens.ts';
 import type { IdTokenVerifier } from '../security/id-token-verifier.ts';
 import type { PhiCrypto } from '../security/phi-crypto.ts';
 import type { SigningKeys } from '../security/signing-keys.ts';
+import { createAiChecklists } from './ai/notes/checklist-service.ts';
 import { createAuditExport } from './audit/audit-export.ts';
 import { createAuditLog } from './audit/audit-log.ts';
 import { createClinicianSettings } from './clinician-settings.ts';
@@ -81,6 +82,8 @@ export function createServices(deps: ServiceDeps) {
     phiKeys: createPhiRotation({ db, config, phi: deps.phi, audit }),
     reports: createReports({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
     demoSeed: createDemoSeed({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
+    /** Discipline checklists: items, transcript match, suggestions (stateless, services/ai/notes). */
+    aiChecklists: createAiChecklists(),
   };
 }
 
