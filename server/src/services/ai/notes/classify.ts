@@ -24,7 +24,7 @@ const SECTION_CUES: Record<Section, readonly Cue[]> = {
   subjective: [
     cue(new RegExp(`^${SUBJ} ${SPEECH}\\b`), 5),
     cue(new RegExp(`^${FAMILY} ${SPEECH}\\b`), 5),
-    cue(new RegExp(`^${FAMILY}\\b`), 1.5),
+    cue(new RegExp(`^${FAMILY}\\b`), 1),
     cue(/\b(?:reports?|reported|states?|stated|denies|denied|complains?|c\/o|per (?:patient|pt|caregiver|daughter|son|wife|husband|family|spouse|report))\b/, 2.5),
     cue(/\b(?:says|said|tells me|told me|according to)\b/, 2),
     cue(/\b(?:feels|felt|feeling)\b/, 1),
@@ -33,10 +33,11 @@ const SECTION_CUES: Record<Section, readonly Cue[]> = {
     cue(/^(?:no (?:new )?(?:complaints|falls|pain|changes|concerns)|denies)\b/, 3),
   ],
   objective: [
-    cue(/\b(?:bp|blood pressure|heart rate|hr|pulse|sp ?o2|o2 sats?|sats?|oxygen saturation|satting|temp|temperature|respirations|resp rate|rr|weighs|weight|blood sugar|blood glucose|fsbs|cbg|vitals?|vital signs)\b/, 3),
+    cue(/\b(?:bp|blood pressure|heart rate|hr|pulse|sp ?o2|o2 sats?|sats?|oxygen saturation|satting|temp|temperature|respirations|resp rate|rr|weighs|weight|blood sugar|blood glucose|fsbs|cbg|vitals?|vital signs)\b/, 1),
+    cue(/\b(?:bp|blood pressure|heart rate|hr|pulse|sp ?o2|o2 sats?|sats?|oxygen saturation|satting|temp|temperature|respirations|resp rate|rr|weighs|weight|blood sugar|blood glucose|fsbs|cbg|vitals?|vital signs)\b(?: [a-z]+){0,3} \d/, 2),
     cue(/\b\d+(?:\.\d+)?\s*(?:feet|ft|foot|reps|repetitions|sets|seconds|sec|cm|%|percent|degrees|x|times|steps|stairs|meters|m|lbs?|pounds|kg)\b/, 1.5),
     cue(/\bx ?\d+\b/, 1),
-    cue(/\b(?:ambulat\w*|gait|transfer\w*|sit to stand|sit-to-stand|stand pivot|bed mobility|supine|ther ?ex|therex|therapeutic|exercises?|performed|completed|instructed|educated|education|trained|training|demonstrated|return demonstrat\w*|verbalized understanding|reviewed|observed|noted|worked on|practiced|issued|provided|applied|administered)\b/, 1.5),
+    cue(/\b(?:ambulat\w*|gait|transfer\w*|sit to stand|sit-to-stand|stand pivot|bed mobility|supine|ther ?ex|therex|therapeutic|exercises?|performed|completed|instructed|educated|education|trained|training|demonstrated|return demonstrat\w*|verbalized understanding|reviewed|observed|assessed|revealed|exam|noted|worked on|practiced|issued|provided|applied|administered)\b/, 1.5),
     cue(/\b(?:min(?:imal)? ?(?:assist|a)|mod(?:erate)? ?(?:assist|a)|max(?:imal)? ?(?:assist|a)|cga|sba|contact guard|stand ?by assist|independent(?:ly)?|supervision|mod i|modified independent|setup|set up|verbal cues|tactile cues)\b/, 1.5),
     cue(/\b(?:rolling walker|rw|fww|front wheeled walker|cane|quad cane|wheelchair|w\/c|walker|rollator|stairs|steps|handrail|rom|mmt|\d\/5|berg|tug|tinetti|manual therapy|e-?stim|ultrasound|hep|home exercise program)\b/, 1),
     cue(/\b(?:wound|dressing|drainage|incision|lungs?|breath sounds|crackles|rales|wheez\w*|diminished|edema|pitting|skin|bowel sounds|abdomen|alert and oriented|a ?& ?o|a and o|oriented|afebrile|capillary refill|pedal pulses|site|foley|catheter|insulin|injection|flushed|picc|ostomy|stoma)\b/, 1.2),
@@ -47,13 +48,21 @@ const SECTION_CUES: Record<Section, readonly Cue[]> = {
   ],
   assessment: [
     cue(/^(?:assessment|overall|impression|a:)\b/, 5),
-    cue(/\b(?:progress(?:ing|ed|es)?|improv(?:ed|ing|ement|es)|declin(?:ed|ing)|regress\w*|tolerated|tolerating|tolerates|responded|responding|response to|limited by|limiting|limitations?|secondary to|demonstrates? (?:improved|increased|decreased|good|fair|poor|impaired)|would benefit|benefit(?:s)? from|continues? to (?:require|need|demonstrate|present|have|be|show)|requires? (?:skilled|continued)|skilled (?:need|services|therapy|intervention|nursing|pt|ot|st|slp|instruction)|homebound|at risk|high risk|fall risk|risk (?:for|of)|rehab potential|potential|goals? (?:met|partially met|not met|achieved|progressing)|(?:stg|ltg)s?|deficits?|impair(?:ed|ment)s?|consistent with|appears?|likely|suggest\w*|indicat\w*|unsafe|good candidate|stable|well controlled|poorly controlled|(?:good|fair|poor) (?:tolerance|understanding|carryover|safety awareness|balance|endurance|prognosis|progress|insight|recall)|decreased (?:endurance|balance|strength|safety|activity tolerance|functional)|prognosis|making (?:good|slow|steady|fair|excellent) progress|on track|plateau\w*|remains? (?:homebound|at risk|a fall risk|limited|impaired|unsafe|below|dependent|weak)|taxing effort|due to)\b/, 2.2),
+    cue(/\b(?:progress(?:ing|ed|es)?|improv(?:ed|ing|ement|es)|declin(?:ed|ing)|regress\w*|plateau\w*|on track|is healing|healing well)\b/, 3),
+    cue(/\b(?:tolerat\w*|responded|responding|response to|limited by|limiting|limits|limitations?|secondary to|due to|tends to (?:fatigue|tire)|fatigues)\b/, 2.2),
+    cue(/\b(?:appears?|likely|suggest\w*|indicat\w*|consistent with|(?<!\bno |\bwithout |\d |\bten |\bzero )signs of|possible|probable|concerning for|at risk|high risk|fall risk|risk (?:for|of)|deficits?|impair(?:ed|ment)s?|weakness)\b/, 2.2),
+    cue(/\b(?:unsafe|not safe|safe (?:for|with|to)|safer|safely)\b/, 2.5),
+    cue(/\b(?:requires? skilled|needs? skilled|skilled (?:pt|ot|slp|st|nursing|therapy|services|instruction|intervention|need)|would benefit|benefits? from|needs? (?:reinforcement|more (?:teaching|education|training|practice)|continued|further|additional)|continues? to (?:need|require|demonstrate|have)|is needed|are needed)\b/, 4),
+    cue(/\b(?:homebound|taxing effort)\b/, 4),
+    cue(/\b(?:goals?\b.*\b(?:met|meeting|achieved)|(?:met|meeting|meets|achieved|toward|towards)\b.*\bgoals?|stg|ltg)\b/, 2.5),
+    cue(/\b(?:(?:good|fair|poor|significant|steady|slow) (?:tolerance|understanding|carryover|safety awareness|balance|endurance|prognosis|progress|insight|recall|improvement)|decreased (?:endurance|balance|strength|safety|activity tolerance)|stable|well controlled|poorly controlled|prognosis|rehab potential|demonstrates? (?:improved|increased|decreased|good|fair|poor|impaired))\b/, 2.2),
+    cue(/^(?:improved|improving|increased|decreased|limited|significant|good|fair|poor|progressing)\b/, 2),
     cue(/^(?:patient|pt|she|he) (?:is|was|remains|continues|has been) (?:progressing|improving|making|limited|at risk|homebound|a fall risk|unsafe|safe|appropriate|stable)\b/, 2.5),
   ],
   plan: [
-    cue(/^(?:plan|poc|p:|next visit|next session|next week|recommend\w*|follow up|f\/u)\b/, 5),
+    cue(/^(?:plan|poc|p:|next visit|next session|next week|recommend(?:s|ing)?|follow up|f\/u)\b/, 5),
     cue(/^(?:will|continue|we will|we'll|i will|i'll|going to|plan to|to continue|recommend)\b/, 3),
-    cue(/\b(?:plan(?:s|ned)? (?:is|to|for)|plan of care|poc|will (?:continue|progress|follow|see|return|call|notify|monitor|address|focus|work|add|increase|decrease|update|schedule|reassess|re-?eval\w*|discharge|recheck|contact|initiate|begin|start|trial|advance|upgrade|downgrade|review|check|send|order|request|coordinate|teach|instruct|educate|practice|introduce|assess|have|need|be|perform|visit|complete|reinforce|obtain|fax|report)|continue (?:with|to|pt|ot|st|slp|skilled|plan|poc|current|hep|per|therapy|nursing|visits|plan of care|diet|home)|next (?:visit|session|week|time)|\d\s*(?:x|times)\s*(?:a |per |\/)?(?:week|wk|w)\b|\d+w\d+|frequency|recert\w*|discharge (?:planning|next|when|once|from|to|plan)|anticipate\w*|recommend\w*|follow[- ]?up|f\/u|return visit|scheduled? (?:for|next)|going forward|we'll|we will|going to|upcoming|refer(?:ral|red)? to|notif(?:y|ied) (?:md|physician|doctor|pcp)|call(?:ed)? (?:the )?(?:md|physician|doctor|pcp|office))\b/, 3),
+    cue(/\b(?:plan(?:s|ned)? (?:is|to|for)|plan of care|poc|will (?:continue|progress|follow|see|return|call|notify|monitor|address|focus|work|add|increase|decrease|update|schedule|reassess|re-?eval\w*|discharge|recheck|contact|initiate|begin|start|trial|advance|upgrade|downgrade|review|check|send|order|request|coordinate|teach|instruct|educate|practice|introduce|assess|have|need|be|perform|visit|complete|reinforce|obtain|fax|report)|continue (?:with|to|pt|ot|st|slp|skilled|plan|poc|current|hep|per|therapy|nursing|visits|plan of care|diet|home)|next (?:visit|session|week|time)|\d\s*(?:x|times)\s*(?:a |per |\/)?(?:week|wk|w)\b|\d+w\d+|frequency|recert\w*|discharge (?:planning|next|when|once|from|to|plan)|anticipate\w*|recommend(?:s|ing|ations?)?|follow[- ]?up|f\/u|return visit|scheduled? (?:for|next)|going forward|we'll|we will|going to|upcoming|refer(?:ral|red)? to|notif(?:y|ied) (?:md|physician|doctor|pcp)|(?:md|physician|doctor|pcp) (?:notified|aware|called)|call(?:ed)? (?:the )?(?:md|physician|doctor|pcp|office))\b/, 3),
   ],
 };
 

@@ -55,20 +55,37 @@ function endsSentence(t: Token, next: Token | undefined): boolean {
   return true;
 }
 
-/** Phrases that open a new clause in run-on speech. Matched on normalised tokens. */
-const SUBJECT = '(?:the patient|patient|pt|she|he|they|client|caregiver|her daughter|his daughter|daughter|his wife|her husband|wife|husband|son|her son|his son|family|spouse|aide)';
-const STARTERS: readonly RegExp[] = [
-  new RegExp(`^${SUBJECT} (?:reports?|reported|states?|stated|says|said|denies|denied|complains?|complained|c/o|notes|mentions?|mentioned|tells|told|feels|felt|rates?|rated|is|was|has|had|tolerated|ambulated|performed|demonstrated|verbalized|required|requires|needs|needed|continues|remains|will|walked|completed|transferred|did|can|could|would|agrees|agreed|reporting|stating)\\b`),
+/**
+ * Phrases that open a new clause. STRONG ones cut any sentence (a report, a plan, an aside);
+ * RUN_ON ones only cut run-on speech (a long stretch without punctuation), where a clause
+ * head such as "grip strength" or "bowel sounds" is the only sign that a new finding starts.
+ * Matched on normalised tokens.
+ */
+const SUBJECT = '(?:the patient|patient|pt|she|he|they|client|caregiver|her daughter|his daughter|daughter|his wife|her husband|wife|husband|son|her son|his son|family|spouse|aide|mom|dad)';
+const NUM_WORD = '(?:\\d|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|a hundred)';
+const STRONG: readonly RegExp[] = [
+  new RegExp(`^${SUBJECT} (?:reports?|reported|states?|stated|says|said|denies|denied|complains?|complained|c/o|mentions?|mentioned|tells|told|feels|felt|rates?|rated|reporting|stating)\\b`),
+  /^(?:plan is|plan to|will (?:continue|follow|see|return|progress|notify|call|monitor|reassess|add|focus|update|schedule|work|discharge|trial|check|review|increase|advance|contact|begin|address|let|recheck|request|bring))\b/,
+];
+const RUN_ON: readonly RegExp[] = [
+  new RegExp(`^${SUBJECT} (?:is|was|has|had|tolerated|ambulated|performed|demonstrated|verbalized|required|requires|needs|needed|continues|remains|will|walked|completed|transferred|did|can|could|would|agrees|agreed|presents|shows|took)\\b`),
+  new RegExp(`^(?:vitals?|vital signs|bp|blood pressure|heart rate|hr|pulse|o2 sats?|sats|spo2|oxygen sat\\w*|temp|temperature|respirations|resp rate|rr|weight|blood sugar|blood glucose|fsbs|cbg|fingerstick)(?: [a-z]+){0,2} ${NUM_WORD}`),
   /^(?:and then|then|next|after that|afterwards|also|plus|additionally)\b/,
-  /^(?:vitals?|vital signs|bp|blood pressure|heart rate|hr|pulse|o2 sat|sats|spo2|oxygen saturation|temp|temperature|respirations|resp rate|weight|blood sugar|blood glucose|fsbs|cbg|lungs|lung sounds|pain (?:level|rated|score|\d))\b/,
-  /^(?:plan(?: is)?|will (?:continue|follow|see|return|progress|notify|call|monitor|reassess|add|focus|update|schedule|work|discharge|trial|check|review|increase|advance)|continue (?:with|to|pt|ot|st|poc|plan|hep|current|skilled|therapy)|next visit|next session|recommend|follow up)\b/,
-  /^(?:assessment|overall|progressing|patient is progressing|remains homebound|homebound|goals?|stg|ltg)\b/,
-  /^(?:ambulated|performed|completed|educated|instructed|reviewed|gait training|ther ex|therex|therapeutic exercise|transfer training|transfers|worked on|practiced|issued|trained|dressing change|wound|swallow(?:ing)? trials?)\b/,
-  /^(?:medications?|meds) (?:were |was )?(?:reviewed|reconciled|unchanged|changed|taken|not taken|checked)\b/,
+  /^(?:continue|recommend|next visit|next session|follow up|plan|will)\b/,
+  /^(?:assessment|overall|progressing|making (?:good|steady|slow) progress|remains homebound)\b/,
+  /^(?:(?:gait|balance|transfer|stair|dressing|caregiver|endurance|strengthening|bed mobility|swallow|swallowing|dysphagia|cognitive|memory|range of motion) (?:training|exercises?|tasks?)|trials? of|ther ex|therex|therapeutic exercises?)\b/,
+  /^(?:ambulated|performed|completed|educated|instructed|reviewed|assessed|observed|measured|worked on|practiced|issued|trained|dressing change|oral motor|grip strength|fine motor|word retrieval|picture description|functional phrases|vocal|abdomen|bowel sounds|lungs|lung sounds|breath sounds|wound|sacral|periwound|skin|bruise|incision|edema|mucous membranes|alert and oriented|orthostatic)\b/,
+  new RegExp(`^(?:${NUM_WORD}|\\d+) times sit to stand\\b`),
+  /^(?:[a-z]+ )?(?:likely|appears|tends to|is improving|is healing|has improved|is progressing|is making|limits|limited by)\b/,
+  /^(?:limited|improved|significant improvement|decreased|impaired|good|fair|poor) (?:tolerance|gait|balance|strength|endurance|improvement|carryover|progress|safety|activity|in)\b/,
 ];
 
 /** What a clinician says to the patient during the visit: never documentation. */
 const ASIDE = /^(?:good job|great job|nice job|nice work|good work|well done|you(?:'re| are) doing (?:great|good|well|awesome)|let'?s (?:go|try|do|sit|stand|take|get|see if you)|can you|could you|would you|go ahead|take a (?:deep )?breath|hold on|hold it|one more|keep going|almost there|sit (?:down|back)|stand up|here you go|thank you|thanks|be careful|careful|watch your step|how are you|how(?:'s| is) (?:that|your)|are you (?:ok|okay|alright|all right|ready)|do you (?:need|want)|you can (?:sit|rest|stop)|okay (?:ready|good)|alright (?:ready|good)|that'?s it|perfect|beautiful|there you go|excuse me|bless you|nice|great|perfect)(?:$|[ ,.!?])/;
+
+/** Instructions spoken to the patient mid-visit ("take a sip for me", "I'm going to listen to your lungs"). */
+const SPOKEN_TO_PATIENT =
+  /^(?:(?:take|stand|sit|hold|try|reach|grab|look|lean|lift|push|pull|breathe|relax|turn|squeeze|scoot|show me|tell me|give me|point to)\b|(?:open|close|keep|put|raise|lower|bend|straighten) your\b|(?:i'm going to|i am going to|i'm gonna|let me|i want you to|i need you to)\b.*\b(?:you|your)\b)/;
 
 const FILLER = new Set(['um', 'umm', 'uh', 'uhh', 'uhm', 'er', 'erm', 'ah', 'hmm', 'mm', 'mhm', 'basically']);
 const LEADING_DROP = new Set(['okay', 'ok', 'so', 'and', 'alright', 'well', 'now', 'then', 'also', 'plus', 'but', 'oh', 'yeah', 'right', 'anyway', 'additionally', 'afterwards']);
@@ -93,13 +110,16 @@ function phraseAt(tokens: readonly Token[], i: number, phrases: readonly (readon
   return 0;
 }
 
-function starterAt(tokens: readonly Token[], i: number): boolean {
+function starterAt(tokens: readonly Token[], i: number, runOn: boolean): boolean {
   const window = tokens.slice(i, i + 6).map((t) => t.norm).join(' ');
-  return STARTERS.some((re) => re.test(window)) || ASIDE.test(window);
+  return STRONG.some((re) => re.test(window)) || ASIDE.test(window) || (runOn && RUN_ON.some((re) => re.test(window)));
 }
 
+/** Long stretches without punctuation are run-on speech. */
+const RUN_ON_TOKENS = 16;
+
 const GLUE = new Set([
-  'to', 'of', 'the', 'a', 'an', 'her', 'his', 'their', 'my', 'your', 'says', 'said', 'states', 'stated', 'reports', 'reported', 'that', 'is', 'was', 'were', 'are', 'with', 'for', 'in', 'on', 'at', 'from', 'by', 'about', 'denies', 'than', 'tells', 'told', 'feels', 'because', 'when', 'if', 'after', 'before', 'while', 'since', 'into', 'per', 'as', 'not', 'no',
+  'to', 'of', 'the', 'a', 'an', 'decreased', 'reduced', 'impaired', 'improved', 'increased', 'poor', 'good', 'fair', 'her', 'his', 'their', 'my', 'your', 'says', 'said', 'states', 'stated', 'reports', 'reported', 'that', 'is', 'was', 'were', 'are', 'with', 'for', 'in', 'on', 'at', 'from', 'by', 'about', 'denies', 'than', 'tells', 'told', 'feels', 'because', 'when', 'if', 'after', 'before', 'while', 'since', 'into', 'per', 'as', 'not', 'no',
 ]);
 
 /** Sentences (punctuation, line breaks), then clauses at run-on boundaries. */
@@ -122,17 +142,19 @@ function splitClauses(tokens: readonly Token[]): Token[][] {
   const clauses: Token[][] = [];
   for (const s of sentences) {
     let start = 0;
+    const runOn = s.length > RUN_ON_TOKENS && s.filter((t) => /[,;:]$/.test(t.text)).length * 8 < s.length;
     for (let i = 1; i < s.length; i += 1) {
       const before = s.slice(start, i).filter((t) => !FILLER.has(t.norm) && !LEADING_DROP.has(t.norm)).length;
       const after = s.length - i;
       if (before < 2 || after < 2) continue;
       // a starter right after a correction marker is the replacement, cut there too
-      if (!starterAt(s, i)) continue;
+      if (!starterAt(s, i, runOn)) continue;
       // "and" / "so" just before a starter belongs to the new clause
       const prev = s[i - 1]!;
       // "plan is to | continue", "says | he has": the words before still need what follows
       if (!/[,;:]$/.test(prev.text) && GLUE.has(prev.norm)) continue;
-      const cut = (prev.norm === 'and' || prev.norm === 'so' || prev.norm === 'then') && !/[,;]$/.test(s[i - 2]?.text ?? '') ? i - 1 : i;
+      // "and" / "so" just before a starter, or the side of a body part, belongs to the new clause
+      const cut = ['and', 'so', 'then', 'right', 'left', 'bilateral'].includes(prev.norm) && !/[,;]$/.test(s[i - 2]?.text ?? '') ? i - 1 : i;
       if (cut - start < 2) continue;
       clauses.push(s.slice(start, cut));
       start = cut;
@@ -180,6 +202,13 @@ function applyCorrections(tokens: Token[]): Token[] {
       return applyCorrections(replacement);
     }
     if (weak) continue;
+    // "HR 72, scratch that, HR 68": the restatement replaces from its first word's last use
+    const first = replacement.find((t) => !FILLER.has(t.norm));
+    if (first) {
+      for (let k = before.length - 1; k >= 0; k -= 1) {
+        if (before[k]!.norm === first.norm) return applyCorrections([...before.slice(0, k), ...replacement]);
+      }
+    }
     // a restated clause replaces what preceded the marker; a bare marker at the end drops it all
     return applyCorrections(replacement);
   }
@@ -224,7 +253,8 @@ export function clausesOf(transcript: string): Clause[] {
     const cleaned = strip(corrected);
     if (cleaned.length === 0) continue;
     const key = cleaned.map((t) => t.norm).join(' ');
-    if (ASIDE.test(key)) continue;
+    // an instruction is an aside when it addresses someone or is a bare command ("stand up")
+    if (ASIDE.test(key) || (SPOKEN_TO_PATIENT.test(key) && (/\b(?:me|you|your)\b/.test(key) || cleaned.length <= 3))) continue;
     // a lone word ("okay", "yes", a name) is not documentation
     if (cleaned.length < 2 && !/\d/.test(key)) continue;
     const starts = cleaned.map((t) => t.start);

@@ -106,7 +106,7 @@ export function postProcess(input: PostProcessInput, draft: Draft): GeneratedNot
   const sourceMap = {} as Record<Section, SourceMapEntry[]>;
   const confidence = {} as Record<Section, number>;
   const flags: string[] = [];
-  const kept: string[] = [];
+  const keptBy: Record<Section, string[]> = { subjective: [], objective: [], assessment: [], plan: [] };
   for (const section of SECTIONS) {
     const texts: string[] = [];
     const entries: SourceMapEntry[] = [];
@@ -126,7 +126,7 @@ export function postProcess(input: PostProcessInput, draft: Draft): GeneratedNot
       if (c < 0.65) flags.push(`Low confidence that this belongs in ${section}: "${text}"`);
       if (DOSE.test(text) || DRUGS.test(text)) flags.push(`Medication or dose to verify: "${text}"`);
       texts.push(text);
-      kept.push(text);
+      keptBy[section].push(text);
       entries.push({ sentence: text, char_start: support.char_start, char_end: support.char_end, ...audioTime(input.segments, support.char_start, support.char_end) });
       confSum += c * text.length;
       weight += text.length;
@@ -136,7 +136,8 @@ export function postProcess(input: PostProcessInput, draft: Draft): GeneratedNot
     // an empty section: nothing to be confident about
     confidence[section] = weight === 0 ? 0 : Math.round((confSum / weight) * 100) / 100;
   }
-  const vitals = extractVitals(kept);
+  // readings taken at the visit (objective) win over values the patient reports from home
+  const vitals = extractVitals([...keptBy.objective, ...keptBy.subjective, ...keptBy.assessment, ...keptBy.plan]);
   flags.unshift(...abnormalVitals(vitals));
   const checklist = checklistFor(input.discipline);
   const notMentioned = checklist

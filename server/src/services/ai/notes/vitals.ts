@@ -93,6 +93,11 @@ const RULES: readonly Rule[] = [
     read: (m) => inRange(Number(m[1]), 0, 10),
   },
   {
+    name: 'pain',
+    re: /\b(?:sore|hurts?|hurting|aching|achy)\b[^0-9.]{0,30}?(\d{1,2})\s*(?:\/|out of)\s*10\b/i,
+    read: (m) => inRange(Number(m[1]), 0, 10),
+  },
+  {
     name: 'weight',
     re: new RegExp(`\\b(?:weight|weighs|weighed|wt)\\b${GAP}(\\d{2,3}(?:\\.\\d)?)\\s*(lbs?|pounds|kg|kilos?|kilograms)?`, 'i'),
     read: (m) => {
