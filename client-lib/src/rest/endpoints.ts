@@ -10,6 +10,7 @@
 import * as z from 'zod';
 import {
   acceptInvitationResult,
+  aiStatus,
   chartDetail,
   claimPreview,
   clinicianSettings,
@@ -28,6 +29,7 @@ import {
   patient,
   patientCreated,
   problemNote,
+  processAudioResult,
   progressStats,
   refreshResult,
   registerResult,
@@ -158,6 +160,12 @@ export const ENDPOINTS = {
   'visits.recordMileage': message('PUT', '/visit/:uuid/mileage'),
   'pushTokens.register': message('POST', '/register-fcm-token'),
   'sync.applyMutations': data('POST', '/sync/mutations', restMutationsResult),
+
+  // ---- AI documentation pipeline (ai.ts) -------------------------------------------------
+  /** Send a FormData body: `audio` (file) or `upload_id`, `schedule_uuid`, `discipline`, `encounter_type`. */
+  'ai.processAudio': data('POST', '/ai/process-audio', processAudioResult),
+  'ai.status': data('GET', '/ai/status/:serverUuid', aiStatus),
+  'ai.retry': message('POST', '/ai/retry/:serverUuid'),
 
   // ---- dashboards and reports (reports.ts) -----------------------------------------------
   'reports.actionList': data('GET', '/dashboard-action-list', dashboardActionList),

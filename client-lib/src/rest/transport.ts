@@ -113,8 +113,11 @@ export function createTransport(opts: TransportOptions) {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (call.auth && token) headers.authorization = `Bearer ${token}`;
     if (call.idempotencyKey !== undefined) headers['idempotency-key'] = call.idempotencyKey;
-    let body: string | undefined;
-    if (call.body !== undefined) {
+    let body: string | FormData | undefined;
+    if (call.body instanceof FormData) {
+      // Multipart uploads (audio): fetch writes the boundary into the content type itself.
+      body = call.body;
+    } else if (call.body !== undefined) {
       body = JSON.stringify(call.body);
       headers['content-type'] = 'application/json';
     }

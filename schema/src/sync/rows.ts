@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { aiStatus } from '../api/ai.ts';
 import { effectiveConfig } from '../api/organizations.ts';
 import { referral, vitalSigns } from '../api/patients.ts';
 import { evvRecord, mileage, soapNote, timerEvent, visit } from '../api/visits.ts';
@@ -73,6 +74,13 @@ export const organizationConfigRow = effectiveConfig
   .extend({ organization: z.object({ uuid: z.string(), name: z.string() }).nullable() })
   .strict();
 
+/**
+ * The AI pipeline's status of one run (id = the transcription uuid), keyed back to its visit
+ * by `schedule_uuid`: the same record as GET /ai/status, so a device sees a run complete
+ * without polling.
+ */
+export const aiStatusRow = aiStatus.strict();
+
 /** Feed table → row schema. Tables without a server-side source yet are absent. */
 export const FEED_ROWS = {
   patients: patientRow,
@@ -82,6 +90,7 @@ export const FEED_ROWS = {
   soap_notes: soapNoteRow,
   visit_mileage: mileageRow,
   organization_config: organizationConfigRow,
+  ai_status: aiStatusRow,
 } as const;
 export type FeedTable = keyof typeof FEED_ROWS;
 
@@ -92,3 +101,4 @@ export type TimerEventRow = z.infer<typeof timerEventRow>;
 export type SoapNoteRow = z.infer<typeof soapNoteRow>;
 export type MileageRow = z.infer<typeof mileageRow>;
 export type OrganizationConfigRow = z.infer<typeof organizationConfigRow>;
+export type AiStatusRow = z.infer<typeof aiStatusRow>;

@@ -4,6 +4,7 @@ import { z } from 'zod';
 export const taskPayloads = {
   send_mail: z.object({ mail_id: z.uuid() }),
   cleanup_expired: z.object({}).loose(),
+  ai_process_audio: z.object({ transcription_uuid: z.uuid() }),
 } as const;
 
 export type TaskName = keyof typeof taskPayloads;

@@ -5,13 +5,23 @@ import { redactText, safeError } from '../log-safety.ts';
 import type { Services } from '../services/index.ts';
 import { taskPayloads, type TaskName } from './task-map.ts';
 import { cleanupExpired } from './cleanup-expired.ts';
+import { aiProcessAudio } from './ai-process-audio.ts';
 import { sendMail } from './send-mail.ts';
 
-export type JobHandler<T extends TaskName> = (services: Services, payload: import('./task-map.ts').TaskPayload<T>) => Promise<void>;
+/** What a handler may know of its job run: graphile-worker's attempt counters and abort signal. */
+export interface JobRun {
+  readonly attempts: number;
+  readonly maxAttempts: number;
+  /** Aborted when the worker shuts down gracefully. */
+  readonly signal: AbortSignal | undefined;
+}
+
+export type JobHandler<T extends TaskName> = (services: Services, payload: import('./task-map.ts').TaskPayload<T>, run: JobRun) => Promise<void>;
 
 const handlers: { [K in TaskName]: JobHandler<K> } = {
   send_mail: sendMail,
   cleanup_expired: cleanupExpired,
+  ai_process_audio: aiProcessAudio,
 };
 
 function workerLogger(log: FastifyBaseLogger): Logger {
@@ -53,9 +63,10 @@ export async function startWorker(opts: {
 }): Promise<Worker> {
   const taskList: TaskList = {};
   for (const name of Object.keys(handlers) as TaskName[]) {
-    const task: Task = async (payload) => {
+    const task: Task = async (payload, helpers) => {
       const parsed = taskPayloads[name].parse(payload);
-      await (handlers[name] as JobHandler<TaskName>)(opts.services, parsed);
+      const run: JobRun = { attempts: helpers.job.attempts, maxAttempts: helpers.job.max_attempts, signal: helpers.abortSignal };
+      await (handlers[name] as JobHandler<TaskName>)(opts.services, parsed, run);
     };
     taskList[name] = task;
   }

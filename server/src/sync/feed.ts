@@ -5,12 +5,13 @@
  */
 import { and, eq, gte, isNull, lte, or, sql, type SQL } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
-import { patientReferrals, patients, soapNotes, timerEvents, visitMileage, visits } from '@fieldchart/schema/db';
+import { aiTranscriptions, patientReferrals, patients, soapNotes, timerEvents, visitMileage, visits } from '@fieldchart/schema/db';
 import type { Change, OrganizationConfigRow } from '@fieldchart/schema/sync';
 import { rowsOf, type Db } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { PhiCrypto } from '../security/phi-crypto.ts';
 import { localDate } from '../services/clinician-settings.ts';
+import { statusRecordOf } from '../services/ai/pipeline/records.ts';
 import { openPatient } from '../services/patients/patient-codec.ts';
 import { addDays } from '../services/reports/visit-facts.ts';
 import { soapRecordOf, visitFieldsOf } from '../services/visits/visit-records.ts';
@@ -103,8 +104,8 @@ export function createFeed(deps: FeedDeps) {
               ? and(eq(visits.ownerId, userId), inWindow, or(changed(child), changed(visits), entered))
               : and(eq(visits.ownerId, userId), inWindow, isNull(visits.deletedAt), isNull(child.deletedAt));
           // Issued together: on PostgreSQL they are pipelined on the transaction's connection,
-          // one round trip instead of six.
-          const [patientRows, referralRows, visitRows, eventRows, noteRows, mileageRows] = await Promise.all([
+          // one round trip instead of seven.
+          const [patientRows, referralRows, visitRows, eventRows, noteRows, mileageRows, aiRows] = await Promise.all([
             tx.select().from(patients).where(and(eq(patients.ownerId, userId), changed(patients), live(patients))),
             tx.select().from(patientReferrals).where(and(eq(patientReferrals.ownerId, userId), changed(patientReferrals), live(patientReferrals))),
             // Visits in the window and new to the device; a changed visit now outside it left the scope.
@@ -127,6 +128,12 @@ export function createFeed(deps: FeedDeps) {
               .from(visitMileage)
               .innerJoin(visits, eq(visits.id, visitMileage.visitId))
               .where(and(eq(visitMileage.ownerId, userId), childScope(visitMileage))),
+            // AI runs of visits in scope, like a visit's other children (docs/sync-protocol.md).
+            tx
+              .select({ a: aiTranscriptions })
+              .from(aiTranscriptions)
+              .innerJoin(visits, eq(visits.id, aiTranscriptions.visitId))
+              .where(and(eq(aiTranscriptions.ownerId, userId), childScope(aiTranscriptions))),
           ]);
 
           for (const p of patientRows) {
@@ -182,6 +189,10 @@ export function createFeed(deps: FeedDeps) {
               onsite_miles: m.onsiteMiles,
               recorded_at: m.recordedAt.toISOString(),
             }));
+          }
+
+          for (const { a } of aiRows) {
+            push('ai_status', a.id, a, () => ({ ...statusRecordOf(phi, a) }));
           }
 
           if (!since || since.config !== configHash) {

@@ -49,7 +49,8 @@ export async function startSttStandIn(): Promise<SttStandIn> {
         let file: ReceivedRequest['file'] = null;
         try {
           const form = await new Request('http://stand-in/', { method: 'POST', body, headers: { 'content-type': req.headers['content-type'] ?? '' } }).formData();
-          for (const [k, v] of form.entries()) {
+          // (the project's lib typings lack FormData's iterator; Node has it)
+          for (const [k, v] of (form as unknown as { entries(): IterableIterator<[string, string | File]> }).entries()) {
             if (typeof v === 'string') (fields[k] ??= []).push(v);
             else {
               const bytes = Buffer.from(await v.arrayBuffer());
