@@ -25,10 +25,12 @@ export interface Dictation {
 const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../fixtures/dictations');
 const LABELS: Record<string, Label> = { S: 'subjective', O: 'objective', A: 'assessment', P: 'plan', X: 'aside' };
 
-export function loadDictations(): Dictation[] {
+/** `sub`: 'holdout' reads the dictations written after the structurer was tuned. */
+export function loadDictations(sub = ''): Dictation[] {
   const out: Dictation[] = [];
-  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.txt')).sort()) {
-    const blocks = fs.readFileSync(path.join(dir, file), 'utf8').split(/^=== /m).slice(1);
+  const from = path.join(dir, sub);
+  for (const file of fs.readdirSync(from).filter((f) => f.endsWith('.txt')).sort()) {
+    const blocks = fs.readFileSync(path.join(from, file), 'utf8').split(/^=== /m).slice(1);
     for (const block of blocks) {
       const [head, ...lines] = block.split('\n');
       const [id, styleText] = head!.split('|').map((s) => s.trim());
