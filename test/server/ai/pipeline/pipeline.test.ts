@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import { aiTranscriptions } from '@fieldchart/schema/db';
 import { aiStatus } from '@fieldchart/schema/api';
+import { pocketsphinxInstalled } from '../../../../server/src/services/ai/stt/index.ts';
 import { forEachBackend } from '../../../helpers/backends.ts';
 import { eventually } from '../../../helpers/eventually.ts';
 import { helloSync, nextFeed } from '../../../helpers/sync-socket.ts';
@@ -45,15 +46,19 @@ forEachBackend('AI pipeline', (backend) => {
   let stt: SttStandIn;
   let server: TestServer;
   let bare: TestServer;
+  let offline: TestServer | null = null;
+  const sphinx = pocketsphinxInstalled({ bin: 'pocketsphinx_continuous', modelDir: '/usr/share/pocketsphinx/model/en-us' });
 
   before(async () => {
     stt = await startSttStandIn();
     server = await startTestServer(backend, { env: { STT_URL: stt.url, STT_API_KEY: 'sk-local', AI_JOB_MAX_ATTEMPTS: '3', AI_AUDIO_MAX_BYTES: String(2 * 1024 * 1024) } });
     bare = await startTestServer(backend, { env: { STT_ENGINE: 'none' } });
+    if (sphinx) offline = await startTestServer(backend, { env: { STT_ENGINE: 'auto' } });
   });
   after(async () => {
     await server?.close();
     await bare?.close();
+    await offline?.close();
     await stt?.close();
   });
 
@@ -96,6 +101,28 @@ forEachBackend('AI pipeline', (backend) => {
     const req = stt.requests.at(-1);
     assert.equal(req?.authorization, 'Bearer sk-local');
     assert.equal(req?.file?.head.subarray(0, 4).toString(), 'RIFF', 'the normalised WAV was sent');
+  });
+
+  test('end to end offline: an espeak-ng dictation transcribed by pocketsphinx and completed with valid spans', { skip: !sphinx && 'pocketsphinx not installed' }, async () => {
+    const server = offline as TestServer;
+    const { user, visit } = await clinicianWithVisit(server);
+    const wav = spokenWav('Patient walked fifty feet with a walker. Pain is four out of ten. Continue the exercise program.', 'dictation');
+    const id = await submitted(server, user.token, { schedule_uuid: visit, discipline: 'PT', encounter_type: 'daily_note' }, wav);
+    const record = await eventually(
+      async () => {
+        const res = await statusOf(server, user.token, id);
+        assert.notEqual(res.body.data.status, 'processing');
+        return res.body.data;
+      },
+      { timeoutMs: 90_000, intervalMs: 200 },
+    );
+    // pocketsphinx on synthetic speech is imperfect: the structure is asserted, not the words.
+    assertCompleted(record);
+    assert.equal(record.stt_engine, 'pocketsphinx:en-us');
+    assert.ok(record.raw_transcript.split(' ').length >= 5, record.raw_transcript);
+    const entries = Object.values(record.source_map).flat() as Array<{ char_start: number; char_end: number; start_ms?: number; unsupported?: boolean }>;
+    assert.ok(entries.length >= 1, 'some sentence was placed');
+    assert.ok(entries.some((e) => typeof e.start_ms === 'number'), 'spans carry audio time from pocketsphinx');
   });
 
   test('an STT 500 is retried with backoff and then succeeds', async () => {
