@@ -235,7 +235,8 @@ function render(tokens: readonly Token[]): string {
     if (i === tokens.length - 1) w = w.replace(/[.,;:!?]+["')\]]?$/, '');
     return w;
   });
-  let s = words.join(' ').replace(/\s+,/g, ',').replace(/,+$/, '');
+  let s = words.join(' ').replace(/\s+,(?=\s|$)/g, ',').replace(/,+$/, '');
+  s = s.trim();
   s = s.charAt(0).toUpperCase() + s.slice(1);
   return /[.!?]$/.test(s) ? s : `${s}.`;
 }
