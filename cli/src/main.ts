@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { registerAi } from './commands/ai.ts';
 import { registerAudit } from './commands/audit.ts';
 import { registerInvitation } from './commands/invitation.ts';
 import { registerKeys } from './commands/keys.ts';
@@ -39,6 +40,7 @@ export function buildProgram(): Command {
   registerSeed(program);
   registerKeys(program);
   registerAudit(program);
+  registerAi(program);
   return program;
 }
 

@@ -19,6 +19,7 @@ import { authentication } from './http/authentication.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { idempotency } from './http/idempotency.ts';
 import { accountRoutes } from './routes/account.ts';
+import { audioRoutes } from './routes/audio.ts';
 import { aiChecklistRoutes } from './routes/ai-checklists.ts';
 import { authRoutes } from './routes/auth.ts';
 import { claimRoutes } from './routes/claims.ts';
@@ -179,6 +180,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await api.register(patientRoutes, { services });
       await api.register(reportRoutes, { services });
       await api.register(visitRoutes, { services });
+      await api.register(audioRoutes, { services, apiPrefix: API_PREFIX });
       await api.register(aiChecklistRoutes, { services });
       if (hub) await api.register(hub.routes);
       api.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());

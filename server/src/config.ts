@@ -63,6 +63,20 @@ const envSchema = z.object({
   WORKER_CONCURRENCY: int(4, 1),
   BODY_LIMIT_BYTES: int(1024 * 1024, 1024),
   SHUTDOWN_GRACE_MS: int(10_000, 0),
+  AUDIO_STORE: z.enum(['local', 's3']).default('local'),
+  S3_ENDPOINT: z.url().optional(),
+  S3_BUCKET: z.string().min(1).optional(),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  S3_FORCE_PATH_STYLE: bool(false),
+  VISIT_AUDIO_MAX_BYTES: int(50 * 1024 * 1024, 1),
+  AI_AUDIO_MAX_BYTES: int(100 * 1024 * 1024, 1),
+  AUDIO_MAX_DURATION_SECONDS: int(3600, 1),
+  AUDIO_UPLOAD_EXPIRY_HOURS: int(24, 1),
+  FFMPEG_BIN: z.string().min(1).default('ffmpeg'),
+  FFPROBE_BIN: z.string().min(1).default('ffprobe'),
+  FFMPEG_TIMEOUT_MS: int(300_000, 100),
   AI_NOTES_URL: z.url().optional(),
   AI_NOTES_API_KEY: z.string().min(1).optional(),
   AI_NOTES_MODEL: z.string().min(1).default('gpt-4o-mini'),
@@ -120,6 +134,29 @@ export interface Config {
   };
   readonly worker: { readonly enabled: boolean; readonly concurrency: number };
   readonly shutdownGraceMs: number;
+  /** Stored audio (services/audio): where, how big, how long. */
+  readonly audio: {
+    /** `local`: encrypted files under the data dir's audio/; `s3`: an S3-compatible bucket (same encryption). */
+    readonly store:
+      | { readonly kind: 'local' }
+      | {
+          readonly kind: 's3';
+          readonly endpoint: string | null;
+          readonly bucket: string;
+          readonly region: string;
+          readonly accessKeyId: string | null;
+          readonly secretAccessKey: string | null;
+          readonly forcePathStyle: boolean;
+        };
+    /** Upload caps of the spec: POST /visit-audio-upload 50 MB, POST /ai/process-audio and tus 100 MB. */
+    readonly visitAudioMaxBytes: number;
+    readonly aiAudioMaxBytes: number;
+    /** ffprobe refuses longer recordings before anything is decoded. */
+    readonly maxDurationSeconds: number;
+    /** Unfinished tus uploads are deleted this long after they were created. */
+    readonly uploadExpiryHours: number;
+    readonly ffmpeg: { readonly ffmpegBin: string; readonly ffprobeBin: string; readonly timeoutMs: number };
+  };
   readonly ai: {
     /** Note generation: an OpenAI-compatible chat-completions endpoint, or (url null) the local structurer. */
     readonly notes: {
@@ -179,6 +216,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       'Invalid configuration:\n  JWT_PRIVATE_JWKS is required when NODE_ENV=production (every node must sign with the same keys)',
     );
   }
+  if (e.AUDIO_STORE === 's3' && !e.S3_BUCKET) {
+    throw new ConfigError('Invalid configuration:\n  S3_BUCKET is required when AUDIO_STORE=s3');
+  }
+  if (Boolean(e.S3_ACCESS_KEY_ID) !== Boolean(e.S3_SECRET_ACCESS_KEY)) {
+    throw new ConfigError('Invalid configuration:\n  S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together');
+  }
   const dataDir = path.resolve(e.FIELDCHART_DATA_DIR);
   return deepFreeze<Config>({
     env: e.NODE_ENV,
@@ -220,6 +263,25 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     worker: { enabled: e.WORKER_ENABLED, concurrency: e.WORKER_CONCURRENCY },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    audio: {
+      store:
+        e.AUDIO_STORE === 's3'
+          ? {
+              kind: 's3',
+              endpoint: e.S3_ENDPOINT ?? null,
+              bucket: e.S3_BUCKET ?? '',
+              region: e.S3_REGION,
+              accessKeyId: e.S3_ACCESS_KEY_ID ?? null,
+              secretAccessKey: e.S3_SECRET_ACCESS_KEY ?? null,
+              forcePathStyle: e.S3_FORCE_PATH_STYLE,
+            }
+          : { kind: 'local' },
+      visitAudioMaxBytes: e.VISIT_AUDIO_MAX_BYTES,
+      aiAudioMaxBytes: e.AI_AUDIO_MAX_BYTES,
+      maxDurationSeconds: e.AUDIO_MAX_DURATION_SECONDS,
+      uploadExpiryHours: e.AUDIO_UPLOAD_EXPIRY_HOURS,
+      ffmpeg: { ffmpegBin: e.FFMPEG_BIN, ffprobeBin: e.FFPROBE_BIN, timeoutMs: e.FFMPEG_TIMEOUT_MS },
+    },
     ai: {
       notes: {
         url: e.AI_NOTES_URL ?? null,

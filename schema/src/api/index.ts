@@ -8,3 +8,4 @@ export * from './clinician-settings.ts';
 export * from './reports.ts';
 export * from './ai-checklists.ts';
 export * from './ai.ts';
+export * from './audio.ts';

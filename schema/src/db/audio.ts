@@ -55,6 +55,8 @@ export const audioUploads = pgTable(
     offset: bigint('offset', { mode: 'number' }).notNull().default(0),
     /** Encrypted frames written so far (the next frame's index). */
     frames: bigint('frames', { mode: 'number' }).notNull().default(0),
+    /** Length of the encrypted file that holds `offset`: anything after it (a crash mid-append) is cut before the next append. */
+    cipherBytes: bigint('cipher_bytes', { mode: 'number' }).notNull().default(0),
     dataKeyEnc: text('data_key_enc').notNull(),
     createdAt: createdAt(),
     expiresAt: ts('expires_at').notNull(),

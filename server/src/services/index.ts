@@ -8,6 +8,7 @@ import type { IdTokenVerifier } from '../security/id-token-verifier.ts';
 import type { PhiCrypto } from '../security/phi-crypto.ts';
 import type { SigningKeys } from '../security/signing-keys.ts';
 import { createAiChecklists } from './ai/notes/checklist-service.ts';
+import { createAudio } from './audio/index.ts';
 import { createAuditExport } from './audit/audit-export.ts';
 import { createAuditLog } from './audit/audit-log.ts';
 import { createClinicianSettings } from './clinician-settings.ts';
@@ -82,6 +83,8 @@ export function createServices(deps: ServiceDeps) {
     phiKeys: createPhiRotation({ db, config, phi: deps.phi, audit }),
     reports: createReports({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
     demoSeed: createDemoSeed({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
+    /** Stored audio: encrypted object store, tus uploads, ffmpeg input (services/audio). */
+    audio: createAudio({ db, clock, config, phi: deps.phi, audit }),
     /** Discipline checklists: items, transcript match, suggestions (stateless, services/ai/notes). */
     aiChecklists: createAiChecklists(),
   };

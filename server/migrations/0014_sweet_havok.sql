@@ -1,0 +1,1 @@
+ALTER TABLE "audio_uploads" ADD COLUMN "cipher_bytes" bigint DEFAULT 0 NOT NULL;
