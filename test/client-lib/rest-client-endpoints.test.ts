@@ -388,6 +388,23 @@ forEachBackend('client-lib REST client: every endpoint', (backend) => {
     await assert.rejects(() => api.patients.update('', {}), TypeError);
   });
 
+  flow('AI checklists: a discipline’s items, a transcript matched, suggestions; typed errors', async () => {
+    const { api } = await clinician();
+    const items = await api.ai.checklist('pta');
+    assert.ok(items.some((i) => i.id === 'homebound_status'));
+    const transcript = 'Patient reports pain 3/10. BP 128/76. Gait training 20 minutes. Plan to continue 2x week.';
+    const match = await api.ai.matchChecklist({ transcript, discipline: 'PT' });
+    assert.equal(match.matched_items.vital_signs?.matched, true);
+    assert.equal(match.matched_items.homebound_status?.evidence, null);
+    const { suggestions } = await api.ai.suggestions({ transcript, discipline: 'PT', checked_items: ['homebound_status'] });
+    assert.ok(suggestions.length > 0);
+    assert.ok(!suggestions.includes(items.find((i) => i.id === 'homebound_status')!.prompt));
+    assert.equal((await apiError(() => api.ai.checklist('XYZ'))).status, 404);
+    const bad = await apiError(() => api.ai.matchChecklist({ transcript, discipline: 'XYZ' }));
+    assert.equal(bad.status, 422);
+    assert.ok(bad.fieldErrors.discipline);
+  });
+
   test("the client's endpoint table is exactly the server's routes", async () => {
     const res = await globalThis.fetch(`${server.url}${API_PREFIX}/openapi.json`);
     assert.equal(res.status, 200);

@@ -10,6 +10,7 @@
 import * as z from 'zod';
 import {
   acceptInvitationResult,
+  checklistItem,
   aiStatus,
   chartDetail,
   claimPreview,
@@ -22,6 +23,7 @@ import {
   invitation,
   inviteOtpVerifyResult,
   joinRequest,
+  matchChecklistResult,
   messageOnly,
   myOrganization,
   organization,
@@ -37,6 +39,7 @@ import {
   scheduledVisit,
   sendOtpResult,
   settingsList,
+  suggestionsResult,
   signInResult,
   therapistEarning,
   timeSavedReport,
@@ -166,6 +169,10 @@ export const ENDPOINTS = {
   'ai.processAudio': data('POST', '/ai/process-audio', processAudioResult),
   'ai.status': data('GET', '/ai/status/:serverUuid', aiStatus),
   'ai.retry': message('POST', '/ai/retry/:serverUuid'),
+  // checklists (ai-checklists.ts)
+  'ai.checklist': data('GET', '/ai/checklist/:discipline', z.array(checklistItem)),
+  'ai.matchChecklist': data('POST', '/ai/match-checklist', matchChecklistResult),
+  'ai.suggestions': data('POST', '/ai/suggestions', suggestionsResult),
 
   // ---- dashboards and reports (reports.ts) -----------------------------------------------
   'reports.actionList': data('GET', '/dashboard-action-list', dashboardActionList),

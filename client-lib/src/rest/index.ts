@@ -113,4 +113,12 @@ export {
   type ResponseIssue,
 } from './errors.ts';
 export type { SyncApi, SyncMutationsBody, SyncMutationsResult } from './areas/sync.ts';
+export type {
+  AiChecklistsApi,
+  ChecklistItem,
+  MatchChecklistBody,
+  MatchChecklistResult,
+  SuggestionsBody,
+  SuggestionsResult,
+} from './areas/ai-checklists.ts';
 export type { FetchLike, QueryValues, TokenSource, UnauthorizedHandler } from './transport.ts';

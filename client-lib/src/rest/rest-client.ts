@@ -7,6 +7,7 @@ import { createInvoker } from './invoke.ts';
 import type { FieldchartApiError, NetworkError, UnexpectedResponseError } from './errors.ts';
 import { createTransport, type FetchLike, type TokenSource, type UnauthorizedHandler } from './transport.ts';
 import { accountsApi, type AccountsApi } from './areas/accounts.ts';
+import { aiChecklistsApi, type AiChecklistsApi } from './areas/ai-checklists.ts';
 import {
   invitationsApi,
   invitationSignupApi,
@@ -73,6 +74,8 @@ export interface RestClient extends AccountsApi {
   readonly reports: ReportsApi;
   /** The sync channel's HTTP fallback for queued mutations. */
   readonly sync: SyncApi;
+  /** AI documentation: checklists (the pipeline's methods join this group). */
+  readonly ai: AiChecklistsApi;
 }
 
 /**
@@ -114,5 +117,6 @@ export function createRestClient(options: RestClientOptions): RestClient {
     pushTokens: pushTokensApi(call),
     reports: reportsApi(call),
     sync: syncApi(call),
+    ai: { ...aiChecklistsApi(call) },
   };
 }
