@@ -31,6 +31,10 @@ export const PHI_TABLES: readonly PhiTable[] = [
     columns: ['subjective_enc', 'objective_enc', 'assessment_enc', 'plan_enc', 'vital_signs_enc', 'signature_enc'],
     rowId: byId,
   },
+  // Audio files and tus uploads: the bytes are encrypted under a per-file data key, and that
+  // key is stored here wrapped by the ring, so rotation re-wraps it (services/audio/frames.ts).
+  { table: 'audio_files', key: ['id'], columns: ['data_key_enc'], rowId: byId },
+  { table: 'audio_uploads', key: ['id'], columns: ['data_key_enc'], rowId: byId },
   // Yjs updates of draft notes, bound to their (sequence-drawn) id; server/src/sync/drafts-store.ts.
   { table: 'draft_updates', key: ['id'], columns: ['update_enc'], rowId: byId },
   // AI documentation runs: everything derived from the recording (services/ai/pipeline).
