@@ -31,10 +31,12 @@ export function speech(format: 'wav' | 'mp3' | 'm4a', text = 'Patient walked for
   return out;
 }
 
-/** `seconds` of a 440 Hz tone as 8 kHz mono wav (sox), for over-long files. */
+/** `seconds` of a 440 Hz tone, 8 kHz mono (ffmpeg's generator), for over-long and slow files. */
 export function tone(seconds: number, format: 'wav' | 'mp3' = 'wav'): string {
   const out = path.join(dir, `tone-${seconds}.${format}`);
-  if (!fs.existsSync(out)) execFileSync('sox', ['-n', '-r', '8000', '-c', '1', out, 'synth', String(seconds), 'sine', '440'], { stdio: 'ignore' });
+  if (!fs.existsSync(out)) {
+    execFileSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `sine=frequency=440:duration=${seconds}:sample_rate=8000`, '-ac', '1', ...(format === 'mp3' ? ['-c:a', 'libmp3lame', '-b:a', '16k'] : []), out], { stdio: 'ignore' });
+  }
   return out;
 }
 
