@@ -22,6 +22,8 @@ function sentenceAround(transcript: string, start: number, end: number): { char_
   while (s > 0 && start - s < CAP && !/[.!?\n]/.test(transcript[s - 1]!)) s -= 1;
   let e = end;
   while (e < transcript.length && e - end < CAP && !/[.!?\n]/.test(transcript[e]!)) e += 1;
+  // the sentence's own full stop belongs to it
+  if (e < transcript.length && /[.!?]/.test(transcript[e]!)) e += 1;
   while (s < e && /\s/.test(transcript[s]!)) s += 1;
   while (e > s && /\s/.test(transcript[e - 1]!)) e -= 1;
   return { char_start: s, char_end: e, text: transcript.slice(s, e) };

@@ -201,14 +201,19 @@ function applyCorrections(tokens: Token[]): Token[] {
       if (weak) continue;
       return applyCorrections(replacement);
     }
-    if (weak) continue;
-    // "HR 72, scratch that, HR 68": the restatement replaces from its first word's last use
-    const first = replacement.find((t) => !FILLER.has(t.norm));
-    if (first) {
-      for (let k = before.length - 1; k >= 0; k -= 1) {
-        if (before[k]!.norm === first.norm) return applyCorrections([...before.slice(0, k), ...replacement]);
+    // "HR 72, scratch that, HR 68" / "walked 100 feet, actually the patient walked 80 feet":
+    // a restatement replaces from where its opening words were last said
+    const content = replacement.filter((t) => !FILLER.has(t.norm));
+    const lead = content[0] && ['the', 'a', 'an'].includes(content[0].norm) ? content.slice(1) : content;
+    const need = weak ? 2 : 1;
+    if (lead.length >= need) {
+      for (let k = before.length - need; k >= 0; k -= 1) {
+        if (lead.slice(0, need).every((t, n) => before[k + n]?.norm === t.norm)) {
+          return applyCorrections([...before.slice(0, k), ...replacement]);
+        }
       }
     }
+    if (weak) continue;
     // a restated clause replaces what preceded the marker; a bare marker at the end drops it all
     return applyCorrections(replacement);
   }
