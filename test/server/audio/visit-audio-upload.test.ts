@@ -174,4 +174,20 @@ forEachBackend('audio: visit-audio-upload and download', (backend) => {
     );
     assert.deepEqual(audit.map((a) => `${a.action}:${a.outcome}`), ['create:success', 'read:success']);
   });
+
+  test("deleting the account removes its audio rows (cascade) and, on the hourly cleanup, its stored objects", async () => {
+    const { user, visit } = await clinicianWithVisit(server);
+    const res = await upload(server, user.token, [fileOf(speech('mp3')), { name: 'schedule_uuid', value: visit }]);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const mine = path.join(server.dataDir, 'audio', 'objects', user.uuid);
+    assert.equal(filesUnder(mine).length, 1);
+    const del = await server.api('POST', '/delete-account', { token: user.token, body: { password: user.password } });
+    assert.equal(del.status, 200, JSON.stringify(del.body));
+    const db = server.runtime.services.unitOfWork.db;
+    assert.equal(Number(rowsOf(await db.execute(sql`select count(*)::int as n from audio_files where user_id = ${user.uuid}`))[0]?.n), 0);
+    const { cleanupExpired } = await import('../../../server/src/jobs/cleanup-expired.ts');
+    await cleanupExpired(server.runtime.services, {}, undefined as never);
+    assert.equal(filesUnder(mine).length, 0, 'the encrypted object is deleted too');
+    assert.equal(Number(rowsOf(await db.execute(sql`select count(*)::int as n from audio_deletions`))[0]?.n), 0);
+  });
 });
