@@ -60,6 +60,8 @@ export async function startWorker(opts: {
   services: Services;
   concurrency: number;
   log: FastifyBaseLogger;
+  /** graphile-worker's events (worker-liveness.ts records worker ids from them). */
+  events?: import('node:events').EventEmitter;
 }): Promise<Worker> {
   const taskList: TaskList = {};
   for (const name of Object.keys(handlers) as TaskName[]) {
@@ -78,6 +80,7 @@ export async function startWorker(opts: {
     pollInterval: 2000,
     logger: workerLogger(opts.log),
     crontab: '17 * * * * cleanup_expired ?max=1',
+    ...(opts.events ? { events: opts.events as NonNullable<Parameters<typeof run>[0]['events']> } : {}),
   });
   let stopped = false;
   void runner.promise.then(

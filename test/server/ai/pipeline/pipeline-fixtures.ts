@@ -40,7 +40,7 @@ export interface UploadFields {
 export async function processAudio(server: TestServer, token: string, fields: UploadFields, audio: Buffer | null, filename = 'visit.wav') {
   const form = new FormData();
   for (const [k, v] of Object.entries(fields)) if (v !== undefined) form.append(k, v);
-  if (audio) form.append('audio', new Blob([audio], { type: 'audio/wav' }), filename);
+  if (audio) form.append('audio', new Blob([new Uint8Array(audio)], { type: 'audio/wav' }), filename);
   const res = await fetch(`${server.url}${API}/ai/process-audio`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
   const text = await res.text();
   let body: any = text;
