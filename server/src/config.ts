@@ -89,6 +89,7 @@ const envSchema = z.object({
   POCKETSPHINX_BIN: z.string().min(1).default('pocketsphinx_continuous'),
   POCKETSPHINX_MODEL_DIR: z.string().min(1).default('/usr/share/pocketsphinx/model/en-us'),
   AI_JOB_MAX_ATTEMPTS: int(5, 1),
+  AI_NORMALISE_TIMEOUT_MS: int(120_000, 1000),
 });
 
 export interface Config {
@@ -179,7 +180,7 @@ export interface Config {
       readonly pocketsphinx: { readonly bin: string; readonly modelDir: string };
     };
     /** The ai_process_audio job: attempts (graphile-worker's backoff) before `failed`. */
-    readonly pipeline: { readonly maxAttempts: number };
+    readonly pipeline: { readonly maxAttempts: number; readonly normaliseTimeoutMs: number };
   };
 }
 
@@ -297,7 +298,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         timeoutMs: e.STT_TIMEOUT_MS,
         pocketsphinx: { bin: e.POCKETSPHINX_BIN, modelDir: e.POCKETSPHINX_MODEL_DIR },
       },
-      pipeline: { maxAttempts: e.AI_JOB_MAX_ATTEMPTS },
+      pipeline: { maxAttempts: e.AI_JOB_MAX_ATTEMPTS, normaliseTimeoutMs: e.AI_NORMALISE_TIMEOUT_MS },
     },
   });
 }

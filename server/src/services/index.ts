@@ -7,8 +7,12 @@ import { createAccessTokens } from '../security/access-tokens.ts';
 import type { IdTokenVerifier } from '../security/id-token-verifier.ts';
 import type { PhiCrypto } from '../security/phi-crypto.ts';
 import type { SigningKeys } from '../security/signing-keys.ts';
-import { createAiChecklists } from './ai/notes/checklist-service.ts';
+import { createAiPipeline, type OnFinished } from './ai/pipeline/index.ts';
+import { createNoteGenerator } from './ai/notes/index.ts';
+import { createSpeechToText } from './ai/stt/index.ts';
 import { createAudio } from './audio/index.ts';
+import { normaliseToPcm16kMono } from './audio/ffmpeg.ts';
+import { createAiChecklists } from './ai/notes/checklist-service.ts';
 import { createAuditExport } from './audit/audit-export.ts';
 import { createAuditLog } from './audit/audit-log.ts';
 import { createClinicianSettings } from './clinician-settings.ts';
@@ -37,6 +41,8 @@ export interface ServiceDeps {
   readonly idTokens: IdTokenVerifier;
   readonly mailTransport: MailTransport;
   readonly phi: PhiCrypto;
+  /** Runs in the transaction that finishes an AI run (the lead wires notifications here). */
+  readonly onAiFinished?: OnFinished | undefined;
 }
 
 /** Every service, wired once; shared by routes, jobs, the admin socket and the CLI. */
@@ -57,6 +63,7 @@ export function createServices(deps: ServiceDeps) {
   const organizationServices = createOrganizationServices({ db, clock, config, sessions, throttle, mail });
   const audit = createAuditLog({ db, clock, durably: unitOfWork.durably });
   const clinicianSettings = createClinicianSettings({ db, clock });
+  const audio = createAudio({ db, clock, config, phi: deps.phi, audit });
   return {
     config,
     /** Runs several service calls in one transaction (the sync channel's mutations). */
@@ -83,10 +90,25 @@ export function createServices(deps: ServiceDeps) {
     phiKeys: createPhiRotation({ db, config, phi: deps.phi, audit }),
     reports: createReports({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
     demoSeed: createDemoSeed({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
-    /** Stored audio: encrypted object store, tus uploads, ffmpeg input (services/audio). */
-    audio: createAudio({ db, clock, config, phi: deps.phi, audit }),
     /** Discipline checklists: items, transcript match, suggestions (stateless, services/ai/notes). */
     aiChecklists: createAiChecklists(),
+    /** Stored audio: encrypted object store, tus uploads, ffmpeg input (services/audio). */
+    audio,
+    /** AI documentation runs on Graphile Worker (services/ai/pipeline). */
+    aiPipeline: createAiPipeline({
+      db,
+      clock,
+      phi: deps.phi,
+      audit,
+      config: config.ai,
+      stt: createSpeechToText(config.ai.stt),
+      notes: createNoteGenerator(config.ai.notes),
+      audio,
+      media: { normaliseToPcm16kMono },
+      maxDurationMs: config.audio.maxDurationSeconds * 1000,
+      normaliseTimeoutMs: config.ai.pipeline.normaliseTimeoutMs,
+      onFinished: deps.onAiFinished,
+    }),
   };
 }
 
