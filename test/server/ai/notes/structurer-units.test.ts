@@ -127,3 +127,12 @@ test('matcher: evidence is the sentence around the first cue; suggestions skip c
   assert.ok(!sug.includes(prompt('vital_signs')) && !sug.includes(prompt('homebound_status')));
   assert.ok(sug.includes(prompt('education')));
 });
+
+test('cost grows linearly: a 20 000-word clause with no punctuation or clause heads', () => {
+  // was quadratic (about 50 s) before the clause splitter and the span check kept running counts
+  const transcript = Array(20_000).fill('blah').join(' ');
+  const started = performance.now();
+  const note = structureNote({ transcript, discipline: 'PT', encounterType: 'daily_note' });
+  assert.equal(note.source_map.objective.length, 1);
+  assert.ok(performance.now() - started < 10_000, `${Math.round(performance.now() - started)} ms`);
+});

@@ -143,13 +143,13 @@ function splitClauses(tokens: readonly Token[]): Token[][] {
   for (const s of sentences) {
     let start = 0;
     const runOn = s.length > RUN_ON_TOKENS && s.filter((t) => /[,;:]$/.test(t.text)).length * 8 < s.length;
-    for (let i = 1; i < s.length; i += 1) {
-      const before = s.slice(start, i).filter((t) => !FILLER.has(t.norm) && !LEADING_DROP.has(t.norm)).length;
+    // words that count toward a clause's length, so far (kept incrementally: run-on speech can be thousands of tokens)
+    const counts = (t: Token) => !FILLER.has(t.norm) && !LEADING_DROP.has(t.norm);
+    let before = s[0] && counts(s[0]) ? 1 : 0;
+    for (let i = 1; i < s.length; i += 1, before += counts(s[i - 1]!) ? 1 : 0) {
       const after = s.length - i;
       if (before < 2 || after < 2) continue;
-      // a starter right after a correction marker is the replacement, cut there too
       if (!starterAt(s, i, runOn)) continue;
-      // "and" / "so" just before a starter belongs to the new clause
       const prev = s[i - 1]!;
       // "plan is to | continue", "says | he has": the words before still need what follows
       if (!/[,;:]$/.test(prev.text) && GLUE.has(prev.norm)) continue;
@@ -158,6 +158,7 @@ function splitClauses(tokens: readonly Token[]): Token[][] {
       if (cut - start < 2) continue;
       clauses.push(s.slice(start, cut));
       start = cut;
+      before = s.slice(cut, i).filter(counts).length;
     }
     clauses.push(s.slice(start));
   }
@@ -263,14 +264,14 @@ export function clausesOf(transcript: string): Clause[] {
     if (ASIDE.test(key) || (SPOKEN_TO_PATIENT.test(key) && (/\b(?:me|you|your)\b/.test(key) || cleaned.length <= 3))) continue;
     // a lone word ("okay", "yes", a name) is not documentation
     if (cleaned.length < 2 && !/\d/.test(key)) continue;
-    const starts = cleaned.map((t) => t.start);
-    const ends = cleaned.map((t) => t.end);
-    out.push({
-      text: render(cleaned),
-      tokens: cleaned,
-      char_start: Math.min(...starts, ...raw.filter((t) => cleaned.includes(t)).map((t) => t.start)),
-      char_end: Math.max(...ends),
-    });
+    // a correction moves a later value forward, so the span is the extent of the kept tokens
+    let start = Infinity;
+    let end = -Infinity;
+    for (const t of cleaned) {
+      if (t.start < start) start = t.start;
+      if (t.end > end) end = t.end;
+    }
+    out.push({ text: render(cleaned), tokens: cleaned, char_start: start, char_end: end });
   }
   return out;
 }

@@ -53,20 +53,49 @@ export interface Support {
  * The transcript span that best supports a sentence: the window holding the most of its
  * words. Supported only when every word that is not glue, and every number, is in it.
  */
-export function findSupport(sentence: string, tokens: readonly Token[], hint?: { start: number; end: number }): Support {
+export function findSupport(sentence: string, tokens: readonly Token[], hint?: { readonly start: number; readonly end: number }): Support {
   const want = words(sentence);
   if (want.length === 0) return { char_start: 0, char_end: 0, supported: false };
   const content = want.filter((w) => !GLUE.has(w));
-  const candidates = hint ? tokens.filter((t) => t.start >= hint.start && t.end <= hint.end) : tokens;
+  if (hint) {
+    // the span is known (the local structurer): every content word must be in it, as many times
+    const bag = new Map<string, number>();
+    let first: Token | null = null;
+    let last: Token | null = null;
+    // tokens are in transcript order: start at the first one inside the hint
+    let lo = 0;
+    let hi = tokens.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (tokens[mid]!.start < hint.start) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let k = lo; k < tokens.length && tokens[k]!.start < hint.end; k += 1) {
+      const t = tokens[k]!;
+      if (t.end > hint.end) continue;
+      first ??= t;
+      last = t;
+      bag.set(t.norm, (bag.get(t.norm) ?? 0) + 1);
+    }
+    if (!first || !last) return { char_start: hint.start, char_end: hint.end, supported: false };
+    const supported = content.every((w) => {
+      const n = bag.get(w) ?? 0;
+      if (n > 0) bag.set(w, n - 1);
+      return n > 0;
+    });
+    return { char_start: first.start, char_end: last.end, supported };
+  }
+  const wanted = new Set(want);
+  const candidates = tokens;
   const maxWindow = want.length * 2 + 8;
   let best = { score: -1, first: 0, last: 0 };
   for (let i = 0; i < candidates.length; i += 1) {
-    if (!want.includes(candidates[i]!.norm)) continue;
+    if (!wanted.has(candidates[i]!.norm)) continue;
     const remaining = new Map<string, number>();
     for (const w of want) remaining.set(w, (remaining.get(w) ?? 0) + 1);
     let score = 0;
     let last = i;
-    const limit = hint ? candidates.length : Math.min(candidates.length, i + maxWindow);
+    const limit = Math.min(candidates.length, i + maxWindow);
     for (let j = i; j < limit; j += 1) {
       const n = remaining.get(candidates[j]!.norm) ?? 0;
       if (n > 0) {
