@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 import {
   API_PREFIX,
@@ -24,6 +25,7 @@ import { forEachBackend } from '../helpers/backends.ts';
 import { startIdProvider, type IdProvider } from '../helpers/id-provider.ts';
 import { newAccount, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { mailedVerificationCode } from '../helpers/verify-email.ts';
+import { speech } from '../server/audio/audio-fixtures.ts';
 
 const AUDIENCE = 'fieldchart-client-endpoints-test';
 const CLAIM_LINK = /\/claim\/([A-Za-z0-9_-]{43})\b/;
@@ -403,6 +405,30 @@ forEachBackend('client-lib REST client: every endpoint', (backend) => {
     const bad = await apiError(() => api.ai.matchChecklist({ transcript, discipline: 'XYZ' }));
     assert.equal(bad.status, 422);
     assert.ok(bad.fieldErrors.discipline);
+  });
+
+  flow('audio: a recording uploaded as FormData, downloaded whole and by range; typed errors', async () => {
+    const { api } = await clinician();
+    const { uuid: visit } = await api.visits.schedule({ visit_date: '2026-03-02', start_time: '10:00', address: '5 Elm St' });
+    const wav = fs.readFileSync(speech('wav'));
+    const form = new FormData();
+    form.append('audio', new Blob([new Uint8Array(wav)], { type: 'audio/wav' }), 'visit.wav');
+    form.append('schedule_uuid', visit);
+    const stored = await api.audio.upload(form);
+    assert.deepEqual([stored.format, stored.bytes], ['wav', wav.length]);
+    assert.ok(stored.url.endsWith(`/audio/${stored.uuid}`));
+    const whole = await api.audio.download(stored.uuid);
+    assert.deepEqual([whole.status, whole.contentType], [200, 'audio/wav']);
+    assert.ok(Buffer.from(whole.bytes).equals(wav));
+    const range = await api.audio.download(stored.uuid, { range: { start: 4, end: 11 } });
+    assert.deepEqual([range.status, range.contentRange, Buffer.from(range.bytes).toString('latin1')], [206, `bytes 4-11/${wav.length}`, wav.subarray(4, 12).toString('latin1')]);
+    const other = await clinician();
+    assert.equal((await apiError(() => other.api.audio.download(stored.uuid))).status, 404);
+    assert.equal((await apiError(() => api.audio.download(stored.uuid, { range: { start: wav.length } }))).code, 'range_not_satisfiable');
+    const noVisit = new FormData();
+    noVisit.append('audio', new Blob([new Uint8Array(wav)]), 'visit.wav');
+    const bad = await apiError(() => api.audio.upload(noVisit));
+    assert.deepEqual([bad.status, Object.keys(bad.fieldErrors)], [422, ['schedule_uuid']]);
   });
 
   test("the client's endpoint table is exactly the server's routes", async () => {

@@ -40,6 +40,7 @@ import {
   sendOtpResult,
   settingsList,
   suggestionsResult,
+  visitAudioUploadResult,
   signInResult,
   therapistEarning,
   timeSavedReport,
@@ -57,7 +58,9 @@ export type ResponseKind =
   /** `{status, data: [...], meta}`: the method returns `{data, meta}`. */
   | 'page'
   /** `{status, message}`: the method returns `{message}`. */
-  | 'message';
+  | 'message'
+  /** Bytes (a download): the method returns them with their content type and range. */
+  | 'binary';
 
 /** One row of {@link ENDPOINTS}. */
 export interface EndpointSpec<M extends HttpMethod = HttpMethod, P extends string = string, K extends ResponseKind = ResponseKind, S extends z.ZodType = z.ZodType> {
@@ -79,6 +82,10 @@ function page<M extends HttpMethod, P extends string, T extends z.ZodType>(metho
 }
 function message<M extends HttpMethod, P extends string>(method: M, path: P, auth = true) {
   return { method, path, auth, kind: 'message', response: messageOnly } as const satisfies EndpointSpec;
+}
+
+function binary<M extends HttpMethod, P extends string>(method: M, path: P) {
+  return { method, path, auth: true, kind: 'binary', response: z.instanceof(Uint8Array) } as const satisfies EndpointSpec;
 }
 
 const PUBLIC = false;
@@ -173,6 +180,12 @@ export const ENDPOINTS = {
   'ai.checklist': data('GET', '/ai/checklist/:discipline', z.array(checklistItem)),
   'ai.matchChecklist': data('POST', '/ai/match-checklist', matchChecklistResult),
   'ai.suggestions': data('POST', '/ai/suggestions', suggestionsResult),
+
+  // ---- audio (audio.ts) -------------------------------------------------------------------
+  /** Send a FormData body: `audio` (file: m4a, wav or mp3) and `schedule_uuid`. */
+  'audio.upload': data('POST', '/visit-audio-upload', visitAudioUploadResult),
+  /** The recording (`data.url` of the upload), whole or a byte range. */
+  'audio.download': binary('GET', '/audio/:uuid'),
 
   // ---- dashboards and reports (reports.ts) -----------------------------------------------
   'reports.actionList': data('GET', '/dashboard-action-list', dashboardActionList),

@@ -113,6 +113,8 @@ export {
   type ResponseIssue,
 } from './errors.ts';
 export type { SyncApi, SyncMutationsBody, SyncMutationsResult } from './areas/sync.ts';
+export type { AudioApi, AudioDownload, VisitAudioUpload } from './areas/audio.ts';
+export type { BinaryResult } from './transport.ts';
 export type {
   AiChecklistsApi,
   ChecklistItem,

@@ -7,6 +7,7 @@ import { createInvoker } from './invoke.ts';
 import type { FieldchartApiError, NetworkError, UnexpectedResponseError } from './errors.ts';
 import { createTransport, type FetchLike, type TokenSource, type UnauthorizedHandler } from './transport.ts';
 import { accountsApi, type AccountsApi } from './areas/accounts.ts';
+import { audioApi, type AudioApi } from './areas/audio.ts';
 import { aiChecklistsApi, type AiChecklistsApi } from './areas/ai-checklists.ts';
 import {
   invitationsApi,
@@ -74,6 +75,8 @@ export interface RestClient extends AccountsApi {
   readonly reports: ReportsApi;
   /** The sync channel's HTTP fallback for queued mutations. */
   readonly sync: SyncApi;
+  /** Visit recordings: multipart upload, authorized download (whole or by range). */
+  readonly audio: AudioApi;
   /** AI documentation: checklists (the pipeline's methods join this group). */
   readonly ai: AiChecklistsApi;
 }
@@ -117,6 +120,7 @@ export function createRestClient(options: RestClientOptions): RestClient {
     pushTokens: pushTokensApi(call),
     reports: reportsApi(call),
     sync: syncApi(call),
+    audio: audioApi(call),
     ai: { ...aiChecklistsApi(call) },
   };
 }
