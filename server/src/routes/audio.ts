@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { z } from 'zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { Server as TusServer } from '@tus/server';
@@ -11,6 +12,7 @@ import { errors, ok } from '../http/reply.ts';
 import type { Services } from '../services/index.ts';
 
 const tags = ['Audio'];
+const audioBytes = z.string().meta({ format: 'binary', description: 'The recording (Content-Type audio/mp4, audio/wav or audio/mpeg)' });
 /** The tus endpoint, under the API prefix (docs/audio.md). */
 export const TUS_PATH = '/uploads';
 
@@ -86,7 +88,8 @@ export const audioRoutes: FastifyPluginAsyncZod<{ services: Services; apiPrefix:
       description:
         "The caller's own recordings only (another clinician's or an unknown uuid: 404). A single `Range: bytes=…` answers 206 with Content-Range; a range past the end 416. Never cached (Cache-Control: no-store). Every read is audited.",
       params: audioUuidParams,
-      response: { ...errors(401, 404), 416: errorBody },
+      // A byte stream (sent as is, never through the JSON serializer): audio/mp4, audio/wav or audio/mpeg.
+      response: { 200: audioBytes, 206: audioBytes, ...errors(401, 404), 416: errorBody },
     },
     handler: async (req, typedReply) => {
       // The body is a byte stream, not a JSON schema's value: the untyped reply sends it as is.
