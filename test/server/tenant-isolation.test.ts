@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import { forEachBackend } from '../helpers/backends.ts';
 import { API, registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { verifyEmail } from '../helpers/verify-email.ts';
+import { fileOf, speech, upload } from './audio/audio-fixtures.ts';
 import { orgWithAdmin } from './organizations/org-fixtures.ts';
 import { createPatient, scheduleVisit, timerEvent, TINY_PNG } from './visits/visit-fixtures.ts';
 
@@ -20,6 +21,7 @@ interface Ids {
   visit: string;
   invitation: string;
   joinRequest: string;
+  audio: string;
 }
 
 interface Case {
@@ -38,6 +40,7 @@ const cases: Case[] = [
   { covers: '/patient/get-scheduled-visits/{referralUuid}', method: 'POST', path: (i) => `/patient/get-scheduled-visits/${i?.referral ?? rnd()}`, body: () => ({}) },
   { covers: '/patient/update/{uuid}', method: 'PUT', path: (i) => `/patient/update/${i?.patient ?? rnd()}`, body: () => ({ phone: '555-0199' }) },
   { covers: '/visit-details/{scheduleUuid}', method: 'GET', path: (i) => `/visit-details/${i?.visit ?? rnd()}` },
+  { covers: '/audio/{uuid}', method: 'GET', path: (i) => `/audio/${i?.audio ?? rnd()}` },
   { covers: '/visit/{uuid}/mileage', method: 'PUT', path: (i) => `/visit/${i?.visit ?? rnd()}/mileage`, body: () => ({ total_miles: 3 }) },
   { covers: '/my-organization/invitations/{uuid}', method: 'DELETE', path: (i) => `/my-organization/invitations/${i?.invitation ?? rnd()}` },
   { covers: '/my-invitations/{uuid}/accept', method: 'POST', path: (i) => `/my-invitations/${i?.invitation ?? rnd()}/accept` },
@@ -93,7 +96,10 @@ forEachBackend('tenant isolation', (backend) => {
     assert.equal((await server.api('POST', `/organizations/${victimOrg.uuid}/join-request`, { token: applicant.token })).status, 200);
     const pending = await server.api('GET', '/my-organization/join-requests', { token: victim.token });
     const joinRequest = pending.body.data[0].uuid as string;
-    ids = { patient: patient.uuid, referral: patient.referral_uuid, visit, invitation, joinRequest };
+    // A recording of the victim's visit.
+    const recorded = await upload(server, victim.token, [fileOf(speech('wav')), { name: 'schedule_uuid', value: visit }]);
+    assert.equal(recorded.status, 200, JSON.stringify(recorded.body));
+    ids = { patient: patient.uuid, referral: patient.referral_uuid, visit, invitation, joinRequest, audio: recorded.body.data.uuid };
     intruder = (await orgWithAdmin(server)).admin;
     // A verified intruder gets past the email check, so the walk reaches the invitation lookup.
     await verifyEmail(server, intruder);
