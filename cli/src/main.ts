@@ -14,6 +14,7 @@ import { registerOrg } from './commands/org.ts';
 import { registerSeed } from './commands/seed.ts';
 import { registerServe } from './commands/serve.ts';
 import { registerUser } from './commands/user.ts';
+import { registerWorker } from './commands/worker.ts';
 import { CliError, EXIT } from './errors.ts';
 
 const { version } = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(add --help for usage)')
     .configureHelp({ showGlobalOptions: true });
   registerServe(program);
+  registerWorker(program);
   registerMigrate(program);
   registerUser(program);
   registerMail(program);

@@ -4,9 +4,15 @@
  * generator (AI_NOTES_URL, or the embedded local structurer) with the same post-processing
  * as the pipeline.
  */
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { Command } from 'commander';
 import { CHECKLIST_DISCIPLINES } from '@fieldchart/schema/checklists';
 import { createNoteGenerator, NoteGenerationError, type GeneratedNote } from '../../../server/src/services/ai/notes/index.ts';
+import { createSpeechToText, NO_ENGINE_MESSAGE, SttError, type Transcript } from '../../../server/src/services/ai/stt/index.ts';
+import { AudioProcessingError, normaliseToPcm16kMono } from '../../../server/src/services/audio/ffmpeg.ts';
+import { sniffAudio, SNIFF_BYTES } from '../../../server/src/services/audio/sniff.ts';
 import { CliError, EXIT } from '../errors.ts';
 import { configFromEnvironment, type GlobalOptions } from '../run.ts';
 
@@ -32,6 +38,60 @@ function render(note: GeneratedNote): string {
   out.push('NOT MENTIONED', note.not_mentioned.length === 0 ? '  -' : note.not_mentioned.map((f) => `  - ${f}`).join('\n'));
   out.push(`(generator: ${note.generator})`);
   return `${out.join('\n')}\n`;
+}
+
+const clock = (ms: number) => {
+  const m = Math.floor(ms / 60_000);
+  const s = (ms % 60_000) / 1000;
+  return `${String(m).padStart(2, '0')}:${s.toFixed(2).padStart(5, '0')}`;
+};
+
+/**
+ * `ai transcribe`: the pipeline's first half on a local file — the type from the bytes,
+ * ffprobe's duration check and ffmpeg's 16 kHz mono PCM, then the configured STT engine.
+ */
+async function transcribeFile(file: string): Promise<{ transcript: Transcript; durationMs: number }> {
+  const config = configFromEnvironment();
+  const stt = createSpeechToText(config.ai.stt);
+  if (!stt) throw new CliError(NO_ENGINE_MESSAGE, 'stt_not_configured', EXIT.config);
+  let head: Buffer;
+  try {
+    const handle = await fs.open(file, 'r');
+    try {
+      head = Buffer.alloc(SNIFF_BYTES);
+      const { bytesRead } = await handle.read(head, 0, SNIFF_BYTES, 0);
+      head = head.subarray(0, bytesRead);
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    throw new CliError(`cannot read ${file}`, 'unreadable_file', EXIT.usage);
+  }
+  const format = sniffAudio(head);
+  if (!format) throw new CliError(`${file} is not m4a, wav or mp3 audio`, 'not_audio', EXIT.usage);
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'fieldchart-transcribe-'));
+  try {
+    const pcm = path.join(dir, 'speech.wav');
+    let durationMs: number;
+    try {
+      ({ durationMs } = await normaliseToPcm16kMono(path.resolve(file), pcm, {
+        format,
+        maxDurationMs: config.audio.maxDurationSeconds * 1000,
+        timeoutMs: config.ai.pipeline.normaliseTimeoutMs,
+      }));
+    } catch (err) {
+      if (err instanceof AudioProcessingError) throw new CliError(err.message, `audio_${err.reason}`, EXIT.failed);
+      throw err;
+    }
+    try {
+      return { transcript: await stt.transcribe(pcm), durationMs };
+    } catch (err) {
+      if (err instanceof SttError) throw new CliError(err.clinicianMessage, err.code, EXIT.failed);
+      throw err;
+    }
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
 }
 
 export function registerAi(program: Command): void {
@@ -72,5 +132,23 @@ export function registerAi(program: Command): void {
         generator: note.generator,
       };
       process.stdout.write(global.json ? `${JSON.stringify(completed, null, 2)}\n` : render(note));
+    });
+
+  ai.command('transcribe')
+    .description(
+      'Transcribe an audio file (m4a, wav or mp3) with the configured speech-to-text engine (STT_URL, or pocketsphinx offline) ' +
+        'and print the transcript with timings; no server needed.',
+    )
+    .argument('<file>', 'the recording')
+    .action(async (file: string, _opts: unknown, cmd: Command) => {
+      const global = cmd.optsWithGlobals<GlobalOptions>();
+      const { transcript, durationMs } = await transcribeFile(file);
+      if (global.json) {
+        process.stdout.write(`${JSON.stringify({ engine: transcript.engine, duration_ms: durationMs, text: transcript.text, segments: transcript.segments }, null, 2)}\n`);
+        return;
+      }
+      const lines = transcript.segments.map((seg) => `[${clock(seg.start_ms)} → ${clock(seg.end_ms)}] ${seg.text}`);
+      if (lines.length === 0) lines.push(transcript.text === '' ? '(no speech recognised)' : transcript.text);
+      process.stdout.write(`${lines.join('\n')}\n(engine: ${transcript.engine}, audio ${clock(durationMs)})\n`);
     });
 }
