@@ -136,3 +136,24 @@ test('cost grows linearly: a 20 000-word clause with no punctuation or clause he
   assert.equal(note.source_map.objective.length, 1);
   assert.ok(performance.now() - started < 10_000, `${Math.round(performance.now() - started)} ms`);
 });
+
+test('the generator hands the event loop back while it works on a long transcript', async () => {
+  const { createLocalStructurer } = await import('../../../../server/src/services/ai/notes/index.ts');
+  const transcript = Array(400).fill('Patient reports knee pain 3/10. Ambulated 150 feet with CGA. BP 128/76. Plan to continue 2x week.').join(' ');
+  let ticks = 0;
+  const timer = setInterval(() => (ticks += 1), 1);
+  let finished = false;
+  const p = createLocalStructurer().generate({ transcript, discipline: 'PT', encounterType: 'daily_note' }).then((n) => {
+    finished = true;
+    return n;
+  });
+  const note = await p;
+  clearInterval(timer);
+  assert.ok(finished && note.source_map.plan.length === 400);
+  assert.ok(ticks >= 2, `timers ran ${ticks} times during generation`);
+
+  const ac = new AbortController();
+  const aborted = createLocalStructurer().generate({ transcript, discipline: 'PT', encounterType: 'daily_note' }, ac.signal);
+  setImmediate(() => ac.abort(new Error('stop')));
+  await assert.rejects(aborted, /stop/);
+});

@@ -123,7 +123,7 @@ const GLUE = new Set([
 ]);
 
 /** Sentences (punctuation, line breaks), then clauses at run-on boundaries. */
-function splitClauses(tokens: readonly Token[]): Token[][] {
+function* splitClauses(tokens: readonly Token[]): Generator<Token[]> {
   const sentences: Token[][] = [];
   let cur: Token[] = [];
   tokens.forEach((t, i) => {
@@ -139,7 +139,6 @@ function splitClauses(tokens: readonly Token[]): Token[][] {
   });
   if (cur.length > 0) sentences.push(cur);
 
-  const clauses: Token[][] = [];
   for (const s of sentences) {
     let start = 0;
     const runOn = s.length > RUN_ON_TOKENS && s.filter((t) => /[,;:]$/.test(t.text)).length * 8 < s.length;
@@ -156,13 +155,12 @@ function splitClauses(tokens: readonly Token[]): Token[][] {
       // "and" / "so" just before a starter, or the side of a body part, belongs to the new clause
       const cut = ['and', 'so', 'then', 'right', 'left', 'bilateral'].includes(prev.norm) && !/[,;]$/.test(s[i - 2]?.text ?? '') ? i - 1 : i;
       if (cut - start < 2) continue;
-      clauses.push(s.slice(start, cut));
+      yield s.slice(start, cut);
       start = cut;
       before = s.slice(cut, i).filter(counts).length;
     }
-    clauses.push(s.slice(start));
+    yield s.slice(start);
   }
-  return clauses;
 }
 
 /** Applies spoken corrections: "15 feet, scratch that, 20 feet" keeps 20 feet. */
@@ -255,15 +253,30 @@ export interface ClauseOptions {
 /** The transcript as cleaned clauses, in order. Asides to the patient and empty clauses are left out. */
 export function clausesOf(transcript: string): Clause[] {
   const out: Clause[] = [];
+  for (const c of clauseStream(transcript)) if (c) out.push(c);
+  return out;
+}
+
+/**
+ * The same clauses, one step per raw clause (null when it was dropped), so an async caller
+ * can hand the event loop back between steps on a long transcript.
+ */
+export function* clauseStream(transcript: string): Generator<Clause | null> {
   for (const raw of splitClauses(tokenize(transcript))) {
     const corrected = applyCorrections(raw.filter((t) => !FILLER.has(t.norm)));
     const cleaned = strip(corrected);
-    if (cleaned.length === 0) continue;
     const key = cleaned.map((t) => t.norm).join(' ');
-    // an instruction is an aside when it addresses someone or is a bare command ("stand up")
-    if (ASIDE.test(key) || (SPOKEN_TO_PATIENT.test(key) && (/\b(?:me|you|your)\b/.test(key) || cleaned.length <= 3))) continue;
-    // a lone word ("okay", "yes", a name) is not documentation
-    if (cleaned.length < 2 && !/\d/.test(key)) continue;
+    if (
+      cleaned.length === 0 ||
+      // an instruction is an aside when it addresses someone or is a bare command ("stand up")
+      ASIDE.test(key) ||
+      (SPOKEN_TO_PATIENT.test(key) && (/\b(?:me|you|your)\b/.test(key) || cleaned.length <= 3)) ||
+      // a lone word ("okay", "yes", a name) is not documentation
+      (cleaned.length < 2 && !/\d/.test(key))
+    ) {
+      yield null;
+      continue;
+    }
     // a correction moves a later value forward, so the span is the extent of the kept tokens
     let start = Infinity;
     let end = -Infinity;
@@ -271,7 +284,6 @@ export function clausesOf(transcript: string): Clause[] {
       if (t.start < start) start = t.start;
       if (t.end > end) end = t.end;
     }
-    out.push({ text: render(cleaned), tokens: cleaned, char_start: start, char_end: end });
+    yield { text: render(cleaned), tokens: cleaned, char_start: start, char_end: end };
   }
-  return out;
 }

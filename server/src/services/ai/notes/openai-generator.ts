@@ -7,7 +7,7 @@
  * such an object is a NoteGenerationError, never a crash.
  */
 import { z } from 'zod';
-import { postProcess, SECTIONS } from './post-process.ts';
+import { postProcessSteps, runStepsPaced, SECTIONS } from './post-process.ts';
 import { NoteGenerationError, type GeneratedNote, type NoteGenerator, type NoteInput } from './types.ts';
 
 export interface OpenAiNotesOptions {
@@ -117,7 +117,7 @@ export function createOpenAiNoteGenerator(opts: OpenAiNotesOptions): NoteGenerat
         // the provider's text is not logged or echoed: it may hold transcript words
         throw new NoteGenerationError('The note service answered with something that is not a SOAP note; retry.', true, { cause: new Error('malformed completion') });
       }
-      return postProcess(input, {
+      return runStepsPaced(postProcessSteps(input, {
         generator: name,
         sections: {
           subjective: parsed.subjective.map((t) => ({ text: t })),
@@ -125,7 +125,7 @@ export function createOpenAiNoteGenerator(opts: OpenAiNotesOptions): NoteGenerat
           assessment: parsed.assessment.map((t) => ({ text: t })),
           plan: parsed.plan.map((t) => ({ text: t })),
         },
-      });
+      }), signal);
     },
   };
 }

@@ -13,7 +13,7 @@
 import { checklistFor, matchChecklist } from '@fieldchart/schema/checklists';
 import { tokenize, type Token } from './clauses.ts';
 import { classifyClause, type Section } from './classify.ts';
-import { abnormalVitals, extractVitals } from './vitals.ts';
+import { abnormalVitals, readVitals, type VitalSigns } from './vitals.ts';
 import type { GeneratedNote, SourceMapEntry, TranscriptSegment } from './types.ts';
 
 export const SECTIONS: readonly Section[] = ['subjective', 'objective', 'assessment', 'plan'];
@@ -130,7 +130,39 @@ const DRUGS =
   /\b(?:insulin|lantus|humalog|novolog|lasix|furosemide|metoprolol|lisinopril|losartan|warfarin|coumadin|eliquis|apixaban|xarelto|rivaroxaban|plavix|clopidogrel|metformin|glipizide|oxycodone|hydrocodone|norco|percocet|tramadol|morphine|gabapentin|prednisone|albuterol|amlodipine|atorvastatin|levothyroxine|aspirin|tylenol|acetaminophen|ibuprofen|motrin|digoxin|potassium|spironolactone|carvedilol|hydralazine|nitroglycerin|heparin|lovenox|enoxaparin|antibiotic|amoxicillin|keflex|cephalexin|cipro|ciprofloxacin|bactrim|diuretic|blood thinner|steroid|opioid|narcotic)\b/i;
 
 export function postProcess(input: PostProcessInput, draft: Draft): GeneratedNote {
+  return runSteps(postProcessSteps(input, draft));
+}
+
+/** Runs a stepwise computation to its end at once. */
+export function runSteps<T>(steps: Generator<unknown, T>): T {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/**
+ * Runs a stepwise computation, handing the event loop back whenever a slice of `budgetMs`
+ * is used up: the API shares its process with the in-process worker, and a long transcript
+ * must not stall other requests.
+ */
+export async function runStepsPaced<T>(steps: Generator<unknown, T>, signal?: AbortSignal, budgetMs = 4): Promise<T> {
+  let sliceStart = performance.now();
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+    if (performance.now() - sliceStart >= budgetMs) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      signal?.throwIfAborted();
+      sliceStart = performance.now();
+    }
+  }
+}
+
+/** postProcess, one step per sentence. */
+export function* postProcessSteps(input: PostProcessInput, draft: Draft): Generator<void, GeneratedNote> {
   const tokens = tokenize(input.transcript);
+  yield;
   const generated = {} as Record<Section, string>;
   const sourceMap = {} as Record<Section, SourceMapEntry[]>;
   const confidence = {} as Record<Section, number>;
@@ -142,6 +174,7 @@ export function postProcess(input: PostProcessInput, draft: Draft): GeneratedNot
     let confSum = 0;
     let weight = 0;
     for (const s of draft.sections[section]) {
+      yield;
       const text = s.text.trim();
       if (text === '') continue;
       const hint = s.char_start !== undefined && s.char_end !== undefined ? { start: s.char_start, end: s.char_end } : undefined;
@@ -166,14 +199,18 @@ export function postProcess(input: PostProcessInput, draft: Draft): GeneratedNot
     confidence[section] = weight === 0 ? 0 : Math.round((confSum / weight) * 100) / 100;
   }
   // readings taken at the visit (objective) win over values the patient reports from home
-  const vitals = extractVitals([...keptBy.objective, ...keptBy.subjective, ...keptBy.assessment, ...keptBy.plan]);
+  const vitals: VitalSigns = {};
+  for (const sentence of [...keptBy.objective, ...keptBy.subjective, ...keptBy.assessment, ...keptBy.plan]) {
+    yield;
+    readVitals(sentence, vitals);
+  }
   flags.unshift(...abnormalVitals(vitals));
   const checklist = checklistFor(input.discipline);
-  const notMentioned = checklist
-    ? Object.entries(matchChecklist(checklist, input.transcript))
-        .filter(([, m]) => !m.matched)
-        .map(([id]) => checklist.items.find((i) => i.id === id)!.label)
-    : [];
+  const notMentioned: string[] = [];
+  for (const item of checklist?.items ?? []) {
+    yield;
+    if (!matchChecklist({ ...checklist!, items: [item] }, input.transcript)[item.id]?.matched) notMentioned.push(item.label);
+  }
   return {
     generated_soap: generated,
     source_map: sourceMap,

@@ -126,19 +126,23 @@ function bp(sys: string, dia: string): string | null {
  * (a repeat, e.g. a standing blood pressure, is left for the clinician's text).
  */
 export function extractVitals(sentences: readonly string[]): VitalSigns {
-  const out: Record<string, number | string> = {};
-  for (const raw of sentences) {
-    // "%" and "percent" kept, number words as digits, commas between a label and its value dropped
-    const text = digitsFromWords(raw).replace(/(\d),(?=\s*\d)/g, '$1 ');
-    for (const rule of RULES) {
-      if (out[rule.name] !== undefined) continue;
-      const m = rule.re.exec(text);
-      if (!m) continue;
-      const v = rule.read(m);
-      if (v !== null) out[rule.name] = v;
-    }
+  const out: VitalSigns = {};
+  for (const raw of sentences) readVitals(raw, out);
+  return out;
+}
+
+/** Adds the readings of one sentence to `into`, for the kinds it does not hold yet. */
+export function readVitals(sentence: string, into: VitalSigns): void {
+  const out = into as Record<string, number | string>;
+  // "%" and "percent" kept, number words as digits, commas between a label and its value dropped
+  const text = digitsFromWords(sentence).replace(/(\d),(?=\s*\d)/g, '$1 ');
+  for (const rule of RULES) {
+    if (out[rule.name] !== undefined) continue;
+    const m = rule.re.exec(text);
+    if (!m) continue;
+    const v = rule.read(m);
+    if (v !== null) out[rule.name] = v;
   }
-  return out as VitalSigns;
 }
 
 /** Abnormal readings a clinician must check before signing (adult home-health thresholds). */
