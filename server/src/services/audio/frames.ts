@@ -32,13 +32,20 @@ export function header(frameSize = FRAME_SIZE): Buffer {
 
 const aad = (fileId: string, index: number, last: boolean) => Buffer.from(`fca1:${fileId}:${index}:${last ? 1 : 0}`);
 
-export function sealFrame(key: Buffer, fileId: string, index: number, last: boolean, plain: Buffer): Buffer {
-  const nonce = randomBytes(NONCE);
-  const cipher = createCipheriv('aes-256-gcm', key, nonce);
+/** One frame as its pieces (length and nonce, ciphertext, tag): pushed as they are, not copied together. */
+function framePieces(key: Buffer, fileId: string, index: number, last: boolean, plain: Buffer): Buffer[] {
+  const head = Buffer.allocUnsafe(LEN + NONCE);
+  head.writeUInt32BE(plain.length, 0);
+  randomBytes(NONCE).copy(head, LEN);
+  const cipher = createCipheriv('aes-256-gcm', key, head.subarray(LEN));
   cipher.setAAD(aad(fileId, index, last));
-  const len = Buffer.alloc(LEN);
-  len.writeUInt32BE(plain.length, 0);
-  return Buffer.concat([len, nonce, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+  const body = cipher.update(plain);
+  const final = cipher.final();
+  return final.length ? [head, body, final, cipher.getAuthTag()] : [head, body, cipher.getAuthTag()];
+}
+
+export function sealFrame(key: Buffer, fileId: string, index: number, last: boolean, plain: Buffer): Buffer {
+  return Buffer.concat(framePieces(key, fileId, index, last, plain));
 }
 
 export class AudioIntegrityError extends Error {
@@ -70,6 +77,9 @@ export class FrameEncryptor extends Transform {
   get framesWritten(): number {
     return this.index;
   }
+  private sealAndPush(last: boolean, plain: Buffer): void {
+    for (const piece of framePieces(this.key, this.fileId, this.index++, last, plain)) this.push(piece);
+  }
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     let offset = 0;
     while (offset < chunk.length) {
@@ -78,8 +88,9 @@ export class FrameEncryptor extends Transform {
       this.pendingBytes += take;
       offset += take;
       if (this.pendingBytes === this.frameSize) {
-        if (this.full) this.push(sealFrame(this.key, this.fileId, this.index++, false, this.full));
-        this.full = Buffer.concat(this.pending);
+        if (this.full) this.sealAndPush(false, this.full);
+        // A frame taken whole from one chunk is a view of it, not a copy.
+        this.full = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending);
         this.pending = [];
         this.pendingBytes = 0;
       }
@@ -93,13 +104,13 @@ export class FrameEncryptor extends Transform {
       // A file of whole frames ends on a full frame; an empty final frame would also do, but
       // marking the full one keeps "every frame but the last is full" true either way.
       if (rest.length === 0) {
-        this.push(sealFrame(this.key, this.fileId, this.index++, markLast, this.full));
+        this.sealAndPush(markLast, this.full);
       } else {
-        this.push(sealFrame(this.key, this.fileId, this.index++, false, this.full));
-        this.push(sealFrame(this.key, this.fileId, this.index++, markLast, rest));
+        this.sealAndPush(false, this.full);
+        this.sealAndPush(markLast, rest);
       }
     } else if (rest.length > 0 || markLast) {
-      this.push(sealFrame(this.key, this.fileId, this.index++, markLast, rest));
+      this.sealAndPush(markLast, rest);
     }
     done();
   }

@@ -39,7 +39,7 @@ export function createLocalObjectStore(root: string): ObjectStore {
       await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
       const tmp = `${file}.${process.pid}.${Date.now()}.part`;
       try {
-        await pipeline(body, createWriteStream(tmp, { mode: 0o600, flags: 'wx' }));
+        await pipeline(body, createWriteStream(tmp, { mode: 0o600, flags: 'wx', highWaterMark: 1024 * 1024 }));
         await fs.rename(tmp, file);
       } catch (err) {
         await fs.rm(tmp, { force: true });
