@@ -74,9 +74,6 @@ const envSchema = z.object({
   AI_AUDIO_MAX_BYTES: int(100 * 1024 * 1024, 1),
   AUDIO_MAX_DURATION_SECONDS: int(3600, 1),
   AUDIO_UPLOAD_EXPIRY_HOURS: int(24, 1),
-  FFMPEG_BIN: z.string().min(1).default('ffmpeg'),
-  FFPROBE_BIN: z.string().min(1).default('ffprobe'),
-  FFMPEG_TIMEOUT_MS: int(300_000, 100),
   AI_NOTES_URL: z.url().optional(),
   AI_NOTES_API_KEY: z.string().min(1).optional(),
   AI_NOTES_MODEL: z.string().min(1).default('gpt-4o-mini'),
@@ -156,7 +153,6 @@ export interface Config {
     readonly maxDurationSeconds: number;
     /** Unfinished tus uploads are deleted this long after they were created. */
     readonly uploadExpiryHours: number;
-    readonly ffmpeg: { readonly ffmpegBin: string; readonly ffprobeBin: string; readonly timeoutMs: number };
   };
   readonly ai: {
     /** Note generation: an OpenAI-compatible chat-completions endpoint, or (url null) the local structurer. */
@@ -281,7 +277,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       aiAudioMaxBytes: e.AI_AUDIO_MAX_BYTES,
       maxDurationSeconds: e.AUDIO_MAX_DURATION_SECONDS,
       uploadExpiryHours: e.AUDIO_UPLOAD_EXPIRY_HOURS,
-      ffmpeg: { ffmpegBin: e.FFMPEG_BIN, ffprobeBin: e.FFPROBE_BIN, timeoutMs: e.FFMPEG_TIMEOUT_MS },
     },
     ai: {
       notes: {
