@@ -13,7 +13,7 @@ import { sql } from 'drizzle-orm';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { startTestServer, type TestServer } from '../../helpers/test-server.ts';
-import { clinicianWithVisit, fileOf, filesUnder, speech, tempFile, upload } from './audio-fixtures.ts';
+import { clinicianWithVisit, fileOf, filesUnder, postMultipart, speech, tempFile, upload } from './audio-fixtures.ts';
 
 type Row = Record<string, unknown>;
 const rowsOf = (r: unknown): Row[] => (Array.isArray(r) ? (r as Row[]) : ((r as { rows?: Row[] }).rows ?? []));
@@ -23,7 +23,8 @@ const CTX = { actorUserId: null, organizationId: null, requestId: null };
 forEachBackend('audio: tus resumable uploads and key rotation', (backend) => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer(backend, { env: { AI_AUDIO_MAX_BYTES: String(4 * 1024 * 1024) } });
+    // No speech engine: a run started here fails at once instead of transcribing beside the tests.
+    server = await startTestServer(backend, { env: { AI_AUDIO_MAX_BYTES: String(4 * 1024 * 1024), STT_ENGINE: 'none' } });
   });
   after(() => server.close());
 
@@ -99,6 +100,33 @@ forEachBackend('audio: tus resumable uploads and key rotation', (backend) => {
     assert.ok(Buffer.from(await got.arrayBuffer()).equals(original));
     assert.equal((await tus('HEAD', url, user.token)).status, 404, 'the upload is gone once handed over');
     assert.equal(fs.existsSync(path.join(server.dataDir, 'audio', 'uploads', id)), false);
+  });
+
+  test('a finished upload handed to POST /ai/process-audio as upload_id becomes the run\'s recording, in its transaction', async () => {
+    const { user, visit } = await clinicianWithVisit(server);
+    const other = await clinicianWithVisit(server);
+    const wav = fs.readFileSync(speech('wav'));
+    const { url, id } = await create(user.token, wav.length);
+    assert.equal((await patch(user.token, url, 0, wav)).status, 204);
+    const fields = (token: string, schedule: string, uploadId: string) => [
+      { name: 'upload_id', value: uploadId },
+      { name: 'schedule_uuid', value: schedule },
+      { name: 'discipline', value: 'PT' },
+      { name: 'encounter_type', value: 'daily_note' },
+    ];
+    const processAudio = (token: string, parts: ReturnType<typeof fields>) => postMultipart(`${server.url}/api/therapist/v1/ai/process-audio`, token, parts);
+    // Another clinician cannot hand over this upload, even to their own visit.
+    const foreign = await processAudio(other.user.token, fields(other.user.token, other.visit, id));
+    assert.equal(foreign.status, 404, JSON.stringify(foreign.body));
+    const res = await processAudio(user.token, fields(user.token, visit, id));
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(typeof res.body.data.transcription_uuid, 'string');
+    const db = server.runtime.services.unitOfWork.db;
+    const rows = rowsOf(await db.execute(sql`select bytes, format, purpose from audio_files where visit_id = ${visit}`));
+    assert.deepEqual(rows.map((r) => [Number(r.bytes), r.format, r.purpose]), [[wav.length, 'wav', 'ai']]);
+    assert.equal((await tus('HEAD', url, user.token)).status, 404, 'the upload is consumed');
+    const again = await processAudio(user.token, fields(user.token, visit, id));
+    assert.equal(again.status, 404, 'an upload is handed over once');
   });
 
   test("upload ids are per user; no token is 401; over the cap is 413; unfinished or foreign ids are refused by fromUpload", async () => {

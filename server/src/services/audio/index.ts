@@ -294,17 +294,25 @@ export function createAudio(deps: AudioDeps) {
      * frames) and then deleted. Unknown, foreign or unfinished upload ids are 404 / 422.
      */
     async fromUpload(ctx: AuditContext, input: { userId: string; uploadId: string; visitId: string; purpose: AudioPurpose }, tx?: Db): Promise<StoredAudio> {
-      await checkVisit(input.userId, input.visitId, tx);
-      const source = await uploads.openFinished(input.userId, input.uploadId);
-      const staged = await stage({ userId: input.userId, source, maxBytes: config.audio.aiAudioMaxBytes });
-      try {
-        const stored = await commit(ctx, staged, { visitId: input.visitId, purpose: input.purpose }, tx);
-        await uploads.remove(input.uploadId);
-        return stored;
-      } catch (err) {
-        await staged.discard();
-        throw err;
-      }
+      // Every database step runs in the caller's transaction when there is one (process-audio
+      // records the run in it; PGlite has one connection, so a step outside it would wait on it).
+      const handOver = async (t: Db) => {
+        await checkVisit(input.userId, input.visitId, t);
+        const source = await uploads.openFinished(input.userId, input.uploadId, t);
+        const staged = await stage({ userId: input.userId, source, maxBytes: config.audio.aiAudioMaxBytes });
+        try {
+          const stored = await commit(ctx, staged, { visitId: input.visitId, purpose: input.purpose }, t);
+          await uploads.removeIn(t, input.uploadId);
+          return stored;
+        } catch (err) {
+          await staged.discard();
+          throw err;
+        }
+      };
+      if (tx) return handOver(tx);
+      const stored = await db.transaction((t) => handOver(t));
+      await fs.rm(path.join(config.dataDir, 'audio', 'uploads', input.uploadId), { force: true });
+      return stored;
     },
 
     /**

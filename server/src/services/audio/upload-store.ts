@@ -148,6 +148,15 @@ export class EncryptedUploadStore extends DataStore {
     await fs.rm(this.fileOf(id), { force: true });
   }
 
+  /**
+   * Deletes the row in the caller's transaction and leaves the file: if that transaction rolls
+   * back, the upload is intact; once it commits, the file has no row and the expiry sweep
+   * removes it (files without a row older than a minute).
+   */
+  async removeIn(tx: Db, id: string): Promise<void> {
+    await tx.delete(audioUploads).where(eq(audioUploads.id, id));
+  }
+
   override getExpiration(): number {
     return this.deps.config.audio.uploadExpiryHours * 3_600_000;
   }
@@ -173,9 +182,10 @@ export class EncryptedUploadStore extends DataStore {
   }
 
   /** The plaintext of the user's finished upload; 404 for unknown or foreign ids, 422 unfinished. */
-  async openFinished(userId: string, id: string): Promise<Readable> {
+  async openFinished(userId: string, id: string, tx: Db = this.deps.db): Promise<Readable> {
+    // Locked in the caller's transaction: two hand-overs of one upload cannot both succeed.
     const r = ID.test(id)
-      ? (await this.deps.db.select().from(audioUploads).where(and(eq(audioUploads.id, id), eq(audioUploads.userId, userId))))[0]
+      ? (await tx.select().from(audioUploads).where(and(eq(audioUploads.id, id), eq(audioUploads.userId, userId))).for('update'))[0]
       : undefined;
     if (!r) throw new NotFound('Upload not found', 'upload_not_found');
     if (r.size === null || r.offset !== r.size) throw Invalid.field('upload_id', 'the upload is not finished', 'upload_unfinished');
