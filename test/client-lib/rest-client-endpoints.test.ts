@@ -22,6 +22,7 @@ import {
   type RestClient,
 } from '@fieldchart/client';
 import { forEachBackend } from '../helpers/backends.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { startIdProvider, type IdProvider } from '../helpers/id-provider.ts';
 import { newAccount, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { mailedVerificationCode } from '../helpers/verify-email.ts';
@@ -405,6 +406,50 @@ forEachBackend('client-lib REST client: every endpoint', (backend) => {
     const bad = await apiError(() => api.ai.matchChecklist({ transcript, discipline: 'XYZ' }));
     assert.equal(bad.status, 422);
     assert.ok(bad.fieldErrors.discipline);
+  });
+
+  flow('AI pipeline: a dictation processed, its status, a failed run retried; typed errors', async () => {
+    const { api } = await clinician();
+    const { uuid: visit } = await api.visits.schedule({ visit_date: '2026-03-02', start_time: '11:00', address: '5 Elm St' });
+    // One second of silence: whatever engine this server has, the run fails (no speech, or no engine).
+    const pcm = Buffer.alloc(32_000);
+    const header = Buffer.alloc(44);
+    header.write('RIFF', 0);
+    header.writeUInt32LE(36 + pcm.length, 4);
+    header.write('WAVEfmt ', 8);
+    header.writeUInt32LE(16, 16);
+    header.writeUInt16LE(1, 20);
+    header.writeUInt16LE(1, 22);
+    header.writeUInt32LE(16_000, 24);
+    header.writeUInt32LE(32_000, 28);
+    header.writeUInt16LE(2, 32);
+    header.writeUInt16LE(16, 34);
+    header.write('data', 36);
+    header.writeUInt32LE(pcm.length, 40);
+    const form = new FormData();
+    form.append('schedule_uuid', visit);
+    form.append('discipline', 'PT');
+    form.append('encounter_type', 'daily_note');
+    form.append('audio', new Blob([new Uint8Array(Buffer.concat([header, pcm]))], { type: 'audio/wav' }), 'silence.wav');
+    const { transcription_uuid: id } = await api.ai.processAudio(form);
+    const failed = await eventually(
+      async () => {
+        const s = await api.ai.status(id);
+        assert.equal(s.status, 'failed');
+        return s;
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    assert.ok(failed.error_message && failed.error_message.length > 20);
+    const { message } = await api.ai.retry(id);
+    assert.equal(typeof message, 'string');
+    assert.equal((await apiError(() => api.ai.status(randomUUID()))).status, 404);
+    const bad = new FormData();
+    bad.append('schedule_uuid', visit);
+    bad.append('discipline', 'PT');
+    const invalid = await apiError(() => api.ai.processAudio(bad));
+    assert.equal(invalid.status, 422);
+    assert.ok(invalid.fieldErrors.encounter_type);
   });
 
   flow('audio: a recording uploaded as FormData, downloaded whole and by range; typed errors', async () => {

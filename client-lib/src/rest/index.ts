@@ -115,6 +115,7 @@ export {
 export type { SyncApi, SyncMutationsBody, SyncMutationsResult } from './areas/sync.ts';
 export type { AudioApi, AudioDownload, VisitAudioUpload } from './areas/audio.ts';
 export type { BinaryResult } from './transport.ts';
+export type { AiPipelineApi, AiStatus, ProcessAudioResult } from './areas/ai-pipeline.ts';
 export type {
   AiChecklistsApi,
   ChecklistItem,

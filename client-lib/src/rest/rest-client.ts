@@ -9,6 +9,7 @@ import { createTransport, type FetchLike, type TokenSource, type UnauthorizedHan
 import { accountsApi, type AccountsApi } from './areas/accounts.ts';
 import { audioApi, type AudioApi } from './areas/audio.ts';
 import { aiChecklistsApi, type AiChecklistsApi } from './areas/ai-checklists.ts';
+import { aiPipelineApi, type AiPipelineApi } from './areas/ai-pipeline.ts';
 import {
   invitationsApi,
   invitationSignupApi,
@@ -77,8 +78,8 @@ export interface RestClient extends AccountsApi {
   readonly sync: SyncApi;
   /** Visit recordings: multipart upload, authorized download (whole or by range). */
   readonly audio: AudioApi;
-  /** AI documentation: checklists (the pipeline's methods join this group). */
-  readonly ai: AiChecklistsApi;
+  /** AI documentation: the pipeline (process-audio, status, retry) and checklists. */
+  readonly ai: AiChecklistsApi & AiPipelineApi;
 }
 
 /**
@@ -121,6 +122,6 @@ export function createRestClient(options: RestClientOptions): RestClient {
     reports: reportsApi(call),
     sync: syncApi(call),
     audio: audioApi(call),
-    ai: { ...aiChecklistsApi(call) },
+    ai: { ...aiChecklistsApi(call), ...aiPipelineApi(call) },
   };
 }
