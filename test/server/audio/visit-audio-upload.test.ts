@@ -5,10 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { forEachBackend } from '../../helpers/backends.ts';
+import { eventually } from '../../helpers/eventually.ts';
 import { startTestServer, type TestServer } from '../../helpers/test-server.ts';
 import { clinicianWithVisit, fileOf, filesUnder, speech, tempFile, upload } from './audio-fixtures.ts';
 
@@ -118,6 +120,29 @@ forEachBackend('audio: visit-audio-upload and download', (backend) => {
     const mine = rowsOf(await server.runtime.services.unitOfWork.db.execute(sql`select count(*)::int as n from audio_files where visit_id = ${visit}`));
     assert.equal(Number(mine[0]?.n), 0);
     assert.equal(filesUnder(path.join(server.dataDir, 'audio', 'objects', user.uuid)).length, 0);
+  });
+
+  test('a client that goes away mid-upload leaves no object, not even a partial one, and the server carries on', async () => {
+    const { user, visit } = await clinicianWithVisit(server);
+    const boundary = '----fieldchartabort';
+    await new Promise<void>((resolve) => {
+      const req = http.request(`${server.url}/api/therapist/v1/visit-audio-upload`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${user.token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(5 * 1024 * 1024) },
+      });
+      req.on('error', () => resolve());
+      req.write(`--${boundary}\r\nContent-Disposition: form-data; name="schedule_uuid"\r\n\r\n${visit}\r\n`);
+      req.write(`--${boundary}\r\nContent-Disposition: form-data; name="audio"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
+      req.write(fs.readFileSync(speech('wav')));
+      req.write(Buffer.alloc(1024 * 1024, 1), () => setTimeout(() => {
+        req.destroy();
+        resolve();
+      }, 300));
+    });
+    const mine = path.join(server.dataDir, 'audio', 'objects', user.uuid);
+    await eventually(() => assert.deepEqual(filesUnder(mine), []), { timeoutMs: 20_000 });
+    const res = await upload(server, user.token, [fileOf(speech('wav')), { name: 'schedule_uuid', value: visit }]);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
   });
 
   test("downloads: another clinician's file and unknown uuids are 404; Range gives 206/416", async () => {

@@ -162,7 +162,9 @@ export function createAudio(deps: AudioDeps) {
     try {
       // The source is piped, not handed to pipeline(): an error on our side must not destroy
       // a request body the multipart reader still has to finish reading.
+      // `pipe` forwards no errors: a client that goes away mid-upload must still end the write.
       input.source.on('error', (err) => gate.destroy(err));
+      gate.on('error', (err) => encrypted.destroy(err));
       await store.put(storageKey, input.source.pipe(gate).pipe(encrypted));
     } catch (err) {
       await discard();
