@@ -11,6 +11,8 @@ import { after, before, test } from 'node:test';
 import { forEachBackend } from '../helpers/backends.ts';
 import { API, registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { verifyEmail } from '../helpers/verify-email.ts';
+import fs from 'node:fs';
+import { processAudio } from './ai/pipeline/pipeline-fixtures.ts';
 import { fileOf, speech, upload } from './audio/audio-fixtures.ts';
 import { orgWithAdmin } from './organizations/org-fixtures.ts';
 import { createPatient, scheduleVisit, timerEvent, TINY_PNG } from './visits/visit-fixtures.ts';
@@ -22,6 +24,7 @@ interface Ids {
   invitation: string;
   joinRequest: string;
   audio: string;
+  transcription: string;
 }
 
 interface Case {
@@ -41,6 +44,8 @@ const cases: Case[] = [
   { covers: '/patient/update/{uuid}', method: 'PUT', path: (i) => `/patient/update/${i?.patient ?? rnd()}`, body: () => ({ phone: '555-0199' }) },
   { covers: '/visit-details/{scheduleUuid}', method: 'GET', path: (i) => `/visit-details/${i?.visit ?? rnd()}` },
   { covers: '/audio/{uuid}', method: 'GET', path: (i) => `/audio/${i?.audio ?? rnd()}` },
+  { covers: '/ai/status/{serverUuid}', method: 'GET', path: (i) => `/ai/status/${i?.transcription ?? rnd()}` },
+  { covers: '/ai/retry/{serverUuid}', method: 'POST', path: (i) => `/ai/retry/${i?.transcription ?? rnd()}` },
   { covers: '/visit/{uuid}/mileage', method: 'PUT', path: (i) => `/visit/${i?.visit ?? rnd()}/mileage`, body: () => ({ total_miles: 3 }) },
   { covers: '/my-organization/invitations/{uuid}', method: 'DELETE', path: (i) => `/my-organization/invitations/${i?.invitation ?? rnd()}` },
   { covers: '/my-invitations/{uuid}/accept', method: 'POST', path: (i) => `/my-invitations/${i?.invitation ?? rnd()}/accept` },
@@ -71,6 +76,7 @@ const cases: Case[] = [
 const PUBLIC_BY_DESIGN: Record<string, string> = {
   '/organizations/{uuid}/join-request': 'listed organizations are searchable by every clinician; asking to join one is the point',
   '/organizations/claim/{token}': 'a claim token is a bearer secret mailed to the contact; the preview holds no PHI',
+  '/ai/checklist/{discipline}': 'a discipline code, not tenant data: every clinician gets the same checklist',
 };
 
 forEachBackend('tenant isolation', (backend) => {
@@ -99,7 +105,10 @@ forEachBackend('tenant isolation', (backend) => {
     // A recording of the victim's visit.
     const recorded = await upload(server, victim.token, [fileOf(speech('wav')), { name: 'schedule_uuid', value: visit }]);
     assert.equal(recorded.status, 200, JSON.stringify(recorded.body));
-    ids = { patient: patient.uuid, referral: patient.referral_uuid, visit, invitation, joinRequest, audio: recorded.body.data.uuid };
+    // An AI run of the victim's visit (process-audio's own foreign-visit 404 is tested in test/server/ai/pipeline).
+    const run = await processAudio(server, victim.token, { schedule_uuid: visit, discipline: 'PT', encounter_type: 'daily_note' }, fs.readFileSync(speech('wav')));
+    assert.equal(run.status, 200, JSON.stringify(run.body));
+    ids = { patient: patient.uuid, referral: patient.referral_uuid, visit, invitation, joinRequest, audio: recorded.body.data.uuid, transcription: run.body.data.transcription_uuid };
     intruder = (await orgWithAdmin(server)).admin;
     // A verified intruder gets past the email check, so the walk reaches the invitation lookup.
     await verifyEmail(server, intruder);
