@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { eq } from 'drizzle-orm';
-import { aiTranscriptions } from '@fieldchart/schema/db';
+import { aiTranscriptions, auditLog } from '@fieldchart/schema/db';
 import { aiStatus } from '@fieldchart/schema/api';
 import { pocketsphinxInstalled } from '../../../../server/src/services/ai/stt/index.ts';
 import { forEachBackend } from '../../../helpers/backends.ts';
@@ -98,6 +98,16 @@ forEachBackend('AI pipeline', (backend) => {
       assert.ok(v?.startsWith('fc1.'));
       assert.doesNotMatch(v ?? '', /walker/);
     }
+    const audited = await server.db.database.db.select({ action: auditLog.action, outcome: auditLog.outcome, details: auditLog.details }).from(auditLog).where(eq(auditLog.resourceId, id));
+    assert.ok(audited.some((a) => a.action === 'create' && a.outcome === 'success'), 'the run was audited when created');
+    assert.ok(audited.some((a) => a.action === 'read' && a.outcome === 'success'), 'status reads are audited');
+    assert.doesNotMatch(JSON.stringify(audited), /walker/, 'no PHI in the audit trail');
+    // Run twice (a crash after completing, before graphile recorded it): nothing is redone.
+    const requestsBefore = stt.requests.length;
+    const again = await server.runtime.services.aiPipeline.run(id, { attempts: 2, maxAttempts: 3 });
+    assert.equal(again.outcome, 'skipped');
+    assert.equal(stt.requests.length, requestsBefore, 'no second transcription');
+    assert.deepEqual((await statusOf(server, user.token, id)).body.data, record, 'the completed record is unchanged');
     const req = stt.requests.at(-1);
     assert.equal(req?.authorization, 'Bearer sk-local');
     assert.equal(req?.file?.head.subarray(0, 4).toString(), 'RIFF', 'the normalised WAV was sent');
