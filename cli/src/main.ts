@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { registerAi } from './commands/ai.ts';
 import { registerAudit } from './commands/audit.ts';
 import { registerInvitation } from './commands/invitation.ts';
 import { registerKeys } from './commands/keys.ts';
@@ -13,6 +14,7 @@ import { registerOrg } from './commands/org.ts';
 import { registerSeed } from './commands/seed.ts';
 import { registerServe } from './commands/serve.ts';
 import { registerUser } from './commands/user.ts';
+import { registerWorker } from './commands/worker.ts';
 import { CliError, EXIT } from './errors.ts';
 
 const { version } = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -31,6 +33,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(add --help for usage)')
     .configureHelp({ showGlobalOptions: true });
   registerServe(program);
+  registerWorker(program);
   registerMigrate(program);
   registerUser(program);
   registerMail(program);
@@ -39,6 +42,7 @@ export function buildProgram(): Command {
   registerSeed(program);
   registerKeys(program);
   registerAudit(program);
+  registerAi(program);
   return program;
 }
 

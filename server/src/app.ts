@@ -19,6 +19,9 @@ import { authentication } from './http/authentication.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { idempotency } from './http/idempotency.ts';
 import { accountRoutes } from './routes/account.ts';
+import { aiPipelineRoutes } from './routes/ai.ts';
+import { audioRoutes } from './routes/audio.ts';
+import { aiChecklistRoutes } from './routes/ai-checklists.ts';
 import { authRoutes } from './routes/auth.ts';
 import { claimRoutes } from './routes/claims.ts';
 import { healthRoutes, type HealthProbe } from './routes/health.ts';
@@ -186,6 +189,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await api.register(subscriptionRoutes, { services });
       await api.register(messageRoutes, { services });
       await api.register(notificationRoutes, { services });
+      await api.register(audioRoutes, { services, apiPrefix: API_PREFIX });
+      await api.register(aiChecklistRoutes, { services });
+      await api.register(aiPipelineRoutes, { services });
       if (hub) await api.register(hub.routes);
       api.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
     },

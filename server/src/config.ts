@@ -99,6 +99,30 @@ const envSchema = z.object({
   FCM_SERVICE_ACCOUNT_JSON: z.string().optional(),
   FCM_API_URL: z.url().default('https://fcm.googleapis.com'),
   FCM_TOKEN_URL: z.url().optional(),
+  AUDIO_STORE: z.enum(['local', 's3']).default('local'),
+  S3_ENDPOINT: z.url().optional(),
+  S3_BUCKET: z.string().min(1).optional(),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  S3_FORCE_PATH_STYLE: bool(false),
+  VISIT_AUDIO_MAX_BYTES: int(50 * 1024 * 1024, 1),
+  AI_AUDIO_MAX_BYTES: int(100 * 1024 * 1024, 1),
+  AUDIO_MAX_DURATION_SECONDS: int(3600, 1),
+  AUDIO_UPLOAD_EXPIRY_HOURS: int(24, 1),
+  AI_NOTES_URL: z.url().optional(),
+  AI_NOTES_API_KEY: z.string().min(1).optional(),
+  AI_NOTES_MODEL: z.string().min(1).default('gpt-4o-mini'),
+  AI_NOTES_TIMEOUT_MS: int(60_000, 100),
+  STT_ENGINE: z.enum(['auto', 'openai', 'pocketsphinx', 'none']).default('auto'),
+  STT_URL: z.url().optional(),
+  STT_API_KEY: z.string().min(1).optional(),
+  STT_MODEL: z.string().min(1).default('whisper-1'),
+  STT_TIMEOUT_MS: int(300_000, 100),
+  POCKETSPHINX_BIN: z.string().min(1).default('pocketsphinx_continuous'),
+  POCKETSPHINX_MODEL_DIR: z.string().min(1).default('/usr/share/pocketsphinx/model/en-us'),
+  AI_JOB_MAX_ATTEMPTS: int(5, 1),
+  AI_NORMALISE_TIMEOUT_MS: int(120_000, 1000),
 });
 
 const serviceAccountSchema = z.object({
@@ -204,6 +228,52 @@ export interface Config {
   };
   /** FCM HTTP v1 push; null: notifications are recorded but not pushed. */
   readonly fcm: FcmConfig | null;
+  /** Stored audio (services/audio): where, how big, how long. */
+  readonly audio: {
+    /** `local`: encrypted files under the data dir's audio/; `s3`: an S3-compatible bucket (same encryption). */
+    readonly store:
+      | { readonly kind: 'local' }
+      | {
+          readonly kind: 's3';
+          readonly endpoint: string | null;
+          readonly bucket: string;
+          readonly region: string;
+          readonly accessKeyId: string | null;
+          readonly secretAccessKey: string | null;
+          readonly forcePathStyle: boolean;
+        };
+    /** Upload caps of the spec: POST /visit-audio-upload 50 MB, POST /ai/process-audio and tus 100 MB. */
+    readonly visitAudioMaxBytes: number;
+    readonly aiAudioMaxBytes: number;
+    /** ffprobe refuses longer recordings before anything is decoded. */
+    readonly maxDurationSeconds: number;
+    /** Unfinished tus uploads are deleted this long after they were created. */
+    readonly uploadExpiryHours: number;
+  };
+  readonly ai: {
+    /** Note generation: an OpenAI-compatible chat-completions endpoint, or (url null) the local structurer. */
+    readonly notes: {
+      readonly url: string | null;
+      readonly apiKey: string | null;
+      readonly model: string;
+      readonly timeoutMs: number;
+    };
+    /**
+     * Speech to text: `openai` (an OpenAI-compatible /v1/audio/transcriptions at url),
+     * `pocketsphinx` (offline, Debian's binary and US English model), `auto` (openai when
+     * STT_URL is set, else pocketsphinx when installed), or `none`.
+     */
+    readonly stt: {
+      readonly engine: 'auto' | 'openai' | 'pocketsphinx' | 'none';
+      readonly url: string | null;
+      readonly apiKey: string | null;
+      readonly model: string;
+      readonly timeoutMs: number;
+      readonly pocketsphinx: { readonly bin: string; readonly modelDir: string };
+    };
+    /** The ai_process_audio job: attempts (graphile-worker's backoff) before `failed`. */
+    readonly pipeline: { readonly maxAttempts: number; readonly normaliseTimeoutMs: number };
+  };
 }
 
 export interface FcmServiceAccount {
@@ -277,6 +347,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(
       'Invalid configuration:\n  JWT_PRIVATE_JWKS is required when NODE_ENV=production (every node must sign with the same keys)',
     );
+  }
+  if (e.AUDIO_STORE === 's3' && !e.S3_BUCKET) {
+    throw new ConfigError('Invalid configuration:\n  S3_BUCKET is required when AUDIO_STORE=s3');
+  }
+  if (Boolean(e.S3_ACCESS_KEY_ID) !== Boolean(e.S3_SECRET_ACCESS_KEY)) {
+    throw new ConfigError('Invalid configuration:\n  S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together');
   }
   const dataDir = path.resolve(e.FIELDCHART_DATA_DIR);
   const fail = (line: string) => {
@@ -389,5 +465,40 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         e.INBOUND_SMTP_PORT === undefined ? null : { host: e.INBOUND_SMTP_HOST, port: e.INBOUND_SMTP_PORT, maxBytes: e.INBOUND_MAIL_MAX_BYTES },
     },
     fcm: fcmConfigOf(e.FCM_SERVICE_ACCOUNT_JSON, e.FCM_API_URL, e.FCM_TOKEN_URL),
+    audio: {
+      store:
+        e.AUDIO_STORE === 's3'
+          ? {
+              kind: 's3',
+              endpoint: e.S3_ENDPOINT ?? null,
+              bucket: e.S3_BUCKET ?? '',
+              region: e.S3_REGION,
+              accessKeyId: e.S3_ACCESS_KEY_ID ?? null,
+              secretAccessKey: e.S3_SECRET_ACCESS_KEY ?? null,
+              forcePathStyle: e.S3_FORCE_PATH_STYLE,
+            }
+          : { kind: 'local' },
+      visitAudioMaxBytes: e.VISIT_AUDIO_MAX_BYTES,
+      aiAudioMaxBytes: e.AI_AUDIO_MAX_BYTES,
+      maxDurationSeconds: e.AUDIO_MAX_DURATION_SECONDS,
+      uploadExpiryHours: e.AUDIO_UPLOAD_EXPIRY_HOURS,
+    },
+    ai: {
+      notes: {
+        url: e.AI_NOTES_URL ?? null,
+        apiKey: e.AI_NOTES_API_KEY ?? null,
+        model: e.AI_NOTES_MODEL,
+        timeoutMs: e.AI_NOTES_TIMEOUT_MS,
+      },
+      stt: {
+        engine: e.STT_ENGINE,
+        url: e.STT_URL ?? null,
+        apiKey: e.STT_API_KEY ?? null,
+        model: e.STT_MODEL,
+        timeoutMs: e.STT_TIMEOUT_MS,
+        pocketsphinx: { bin: e.POCKETSPHINX_BIN, modelDir: e.POCKETSPHINX_MODEL_DIR },
+      },
+      pipeline: { maxAttempts: e.AI_JOB_MAX_ATTEMPTS, normaliseTimeoutMs: e.AI_NORMALISE_TIMEOUT_MS },
+    },
   });
 }

@@ -12,6 +12,7 @@ import { applyMigrations } from './db/migrate.ts';
 import { unlockDeadWorkers } from './db/pglite-pg-pool.ts';
 import { openJobQueuePool, prepareJobQueue } from './jobs/job-queue-pool.ts';
 import { startWorker, type Worker } from './jobs/worker.ts';
+import { startWorkerLiveness } from './jobs/worker-liveness.ts';
 import type { MailTransport } from './mail/transport.ts';
 import type { IdTokenVerifier } from './security/id-token-verifier.ts';
 import { buildServices } from './services/build.ts';
@@ -90,7 +91,28 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       log: app.log,
     });
     if (config.worker.enabled) {
-      worker = await startWorker({ pgPool: pool, services, concurrency: config.worker.concurrency, log: app.log });
+      // PostgreSQL: a liveness key for this node's workers, and the jobs of dead nodes released
+      // (jobs/worker-liveness.ts); the embedded database did this above under the data-dir lock.
+      const liveness =
+        config.database.kind === 'postgres'
+          ? await startWorkerLiveness({
+              connectionString: config.database.url,
+              pool,
+              onError: (err) => app.log.warn({ err: safeError(err) }, 'worker liveness'),
+            })
+          : null;
+      if (liveness) {
+        cleanups.push(() => liveness.close());
+        const released = await liveness.sweep();
+        if (released > 0) app.log.warn({ workers: released }, 'released the jobs of dead workers');
+      }
+      worker = await startWorker({
+        pgPool: pool,
+        services,
+        concurrency: config.worker.concurrency,
+        log: app.log,
+        ...(liveness ? { events: liveness.events } : {}),
+      });
       const w = worker;
       cleanups.push(() => w.stop());
     }

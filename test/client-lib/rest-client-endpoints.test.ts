@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 import {
   API_PREFIX,
@@ -21,10 +22,12 @@ import {
   type RestClient,
 } from '@fieldchart/client';
 import { forEachBackend } from '../helpers/backends.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { startIdProvider, type IdProvider } from '../helpers/id-provider.ts';
 import { startGoogleStandIn, type GoogleStandIn } from '../helpers/store-stand-ins.ts';
 import { newAccount, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { mailedVerificationCode } from '../helpers/verify-email.ts';
+import { speech } from '../server/audio/audio-fixtures.ts';
 
 const AUDIENCE = 'fieldchart-client-endpoints-test';
 const CLAIM_LINK = /\/claim\/([A-Za-z0-9_-]{43})\b/;
@@ -440,6 +443,91 @@ forEachBackend('client-lib REST client: every endpoint', (backend) => {
     // Nothing is sent for a path parameter that would name another route.
     await assert.rejects(() => api.visits.details('..'), TypeError);
     await assert.rejects(() => api.patients.update('', {}), TypeError);
+  });
+
+  flow('AI checklists: a discipline’s items, a transcript matched, suggestions; typed errors', async () => {
+    const { api } = await clinician();
+    const items = await api.ai.checklist('pta');
+    assert.ok(items.some((i) => i.id === 'homebound_status'));
+    const transcript = 'Patient reports pain 3/10. BP 128/76. Gait training 20 minutes. Plan to continue 2x week.';
+    const match = await api.ai.matchChecklist({ transcript, discipline: 'PT' });
+    assert.equal(match.matched_items.vital_signs?.matched, true);
+    assert.equal(match.matched_items.homebound_status?.evidence, null);
+    const { suggestions } = await api.ai.suggestions({ transcript, discipline: 'PT', checked_items: ['homebound_status'] });
+    assert.ok(suggestions.length > 0);
+    assert.ok(!suggestions.includes(items.find((i) => i.id === 'homebound_status')!.prompt));
+    assert.equal((await apiError(() => api.ai.checklist('XYZ'))).status, 404);
+    const bad = await apiError(() => api.ai.matchChecklist({ transcript, discipline: 'XYZ' }));
+    assert.equal(bad.status, 422);
+    assert.ok(bad.fieldErrors.discipline);
+  });
+
+  flow('AI pipeline: a dictation processed, its status, a failed run retried; typed errors', async () => {
+    const { api } = await clinician();
+    const { uuid: visit } = await api.visits.schedule({ visit_date: '2026-03-02', start_time: '11:00', address: '5 Elm St' });
+    // One second of silence: whatever engine this server has, the run fails (no speech, or no engine).
+    const pcm = Buffer.alloc(32_000);
+    const header = Buffer.alloc(44);
+    header.write('RIFF', 0);
+    header.writeUInt32LE(36 + pcm.length, 4);
+    header.write('WAVEfmt ', 8);
+    header.writeUInt32LE(16, 16);
+    header.writeUInt16LE(1, 20);
+    header.writeUInt16LE(1, 22);
+    header.writeUInt32LE(16_000, 24);
+    header.writeUInt32LE(32_000, 28);
+    header.writeUInt16LE(2, 32);
+    header.writeUInt16LE(16, 34);
+    header.write('data', 36);
+    header.writeUInt32LE(pcm.length, 40);
+    const form = new FormData();
+    form.append('schedule_uuid', visit);
+    form.append('discipline', 'PT');
+    form.append('encounter_type', 'daily_note');
+    form.append('audio', new Blob([new Uint8Array(Buffer.concat([header, pcm]))], { type: 'audio/wav' }), 'silence.wav');
+    const { transcription_uuid: id } = await api.ai.processAudio(form);
+    const failed = await eventually(
+      async () => {
+        const s = await api.ai.status(id);
+        assert.equal(s.status, 'failed');
+        return s;
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    assert.ok(failed.error_message && failed.error_message.length > 20);
+    const { message } = await api.ai.retry(id);
+    assert.equal(typeof message, 'string');
+    assert.equal((await apiError(() => api.ai.status(randomUUID()))).status, 404);
+    const bad = new FormData();
+    bad.append('schedule_uuid', visit);
+    bad.append('discipline', 'PT');
+    const invalid = await apiError(() => api.ai.processAudio(bad));
+    assert.equal(invalid.status, 422);
+    assert.ok(invalid.fieldErrors.encounter_type);
+  });
+
+  flow('audio: a recording uploaded as FormData, downloaded whole and by range; typed errors', async () => {
+    const { api } = await clinician();
+    const { uuid: visit } = await api.visits.schedule({ visit_date: '2026-03-02', start_time: '10:00', address: '5 Elm St' });
+    const wav = fs.readFileSync(speech('wav'));
+    const form = new FormData();
+    form.append('audio', new Blob([new Uint8Array(wav)], { type: 'audio/wav' }), 'visit.wav');
+    form.append('schedule_uuid', visit);
+    const stored = await api.audio.upload(form);
+    assert.deepEqual([stored.format, stored.bytes], ['wav', wav.length]);
+    assert.ok(stored.url.endsWith(`/audio/${stored.uuid}`));
+    const whole = await api.audio.download(stored.uuid);
+    assert.deepEqual([whole.status, whole.contentType], [200, 'audio/wav']);
+    assert.ok(Buffer.from(whole.bytes).equals(wav));
+    const range = await api.audio.download(stored.uuid, { range: { start: 4, end: 11 } });
+    assert.deepEqual([range.status, range.contentRange, Buffer.from(range.bytes).toString('latin1')], [206, `bytes 4-11/${wav.length}`, wav.subarray(4, 12).toString('latin1')]);
+    const other = await clinician();
+    assert.equal((await apiError(() => other.api.audio.download(stored.uuid))).status, 404);
+    assert.equal((await apiError(() => api.audio.download(stored.uuid, { range: { start: wav.length } }))).code, 'range_not_satisfiable');
+    const noVisit = new FormData();
+    noVisit.append('audio', new Blob([new Uint8Array(wav)]), 'visit.wav');
+    const bad = await apiError(() => api.audio.upload(noVisit));
+    assert.deepEqual([bad.status, Object.keys(bad.fieldErrors)], [422, ['schedule_uuid']]);
   });
 
   test("the client's endpoint table is exactly the server's routes", async () => {

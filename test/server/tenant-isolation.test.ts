@@ -11,6 +11,9 @@ import { after, before, test } from 'node:test';
 import { forEachBackend } from '../helpers/backends.ts';
 import { API, registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { verifyEmail } from '../helpers/verify-email.ts';
+import fs from 'node:fs';
+import { processAudio } from './ai/pipeline/pipeline-fixtures.ts';
+import { fileOf, speech, upload } from './audio/audio-fixtures.ts';
 import { orgWithAdmin } from './organizations/org-fixtures.ts';
 import { createPatient, scheduleVisit, timerEvent, TINY_PNG } from './visits/visit-fixtures.ts';
 
@@ -22,6 +25,8 @@ interface Ids {
   joinRequest: string;
   conversation: number;
   notification: string;
+  audio: string;
+  transcription: string;
 }
 
 interface Case {
@@ -42,6 +47,9 @@ const cases: Case[] = [
   { covers: '/patient/get-scheduled-visits/{referralUuid}', method: 'POST', path: (i) => `/patient/get-scheduled-visits/${i?.referral ?? rnd()}`, body: () => ({}) },
   { covers: '/patient/update/{uuid}', method: 'PUT', path: (i) => `/patient/update/${i?.patient ?? rnd()}`, body: () => ({ phone: '555-0199' }) },
   { covers: '/visit-details/{scheduleUuid}', method: 'GET', path: (i) => `/visit-details/${i?.visit ?? rnd()}` },
+  { covers: '/audio/{uuid}', method: 'GET', path: (i) => `/audio/${i?.audio ?? rnd()}` },
+  { covers: '/ai/status/{serverUuid}', method: 'GET', path: (i) => `/ai/status/${i?.transcription ?? rnd()}` },
+  { covers: '/ai/retry/{serverUuid}', method: 'POST', path: (i) => `/ai/retry/${i?.transcription ?? rnd()}` },
   { covers: '/visit/{uuid}/mileage', method: 'PUT', path: (i) => `/visit/${i?.visit ?? rnd()}/mileage`, body: () => ({ total_miles: 3 }) },
   { covers: '/my-organization/invitations/{uuid}', method: 'DELETE', path: (i) => `/my-organization/invitations/${i?.invitation ?? rnd()}` },
   { covers: '/my-invitations/{uuid}/accept', method: 'POST', path: (i) => `/my-invitations/${i?.invitation ?? rnd()}/accept` },
@@ -87,6 +95,7 @@ const cases: Case[] = [
 const PUBLIC_BY_DESIGN: Record<string, string> = {
   '/organizations/{uuid}/join-request': 'listed organizations are searchable by every clinician; asking to join one is the point',
   '/organizations/claim/{token}': 'a claim token is a bearer secret mailed to the contact; the preview holds no PHI',
+  '/ai/checklist/{discipline}': 'a discipline code, not tenant data: every clinician gets the same checklist',
 };
 
 forEachBackend('tenant isolation', (backend) => {
@@ -117,7 +126,13 @@ forEachBackend('tenant isolation', (backend) => {
     assert.equal(sentMessage.status, 200, JSON.stringify(sentMessage.body));
     const conversation = (await server.api('GET', '/messages/conversations', { token: victim.token })).body.data[0].id as number;
     const notification = await server.runtime.services.notifications.record(server.runtime.database.db, { userId: victim.uuid, type: 'note_ready' });
-    ids = { patient: patient.uuid, referral: patient.referral_uuid, visit, invitation, joinRequest, conversation, notification };
+    // A recording of the victim's visit.
+    const recorded = await upload(server, victim.token, [fileOf(speech('wav')), { name: 'schedule_uuid', value: visit }]);
+    assert.equal(recorded.status, 200, JSON.stringify(recorded.body));
+    // An AI run of the victim's visit (process-audio's own foreign-visit 404 is tested in test/server/ai/pipeline).
+    const run = await processAudio(server, victim.token, { schedule_uuid: visit, discipline: 'PT', encounter_type: 'daily_note' }, fs.readFileSync(speech('wav')));
+    assert.equal(run.status, 200, JSON.stringify(run.body));
+    ids = { patient: patient.uuid, referral: patient.referral_uuid, visit, invitation, joinRequest, audio: recorded.body.data.uuid, transcription: run.body.data.transcription_uuid, conversation, notification };
     intruder = (await orgWithAdmin(server)).admin;
     // A verified intruder gets past the email check, so the walk reaches the invitation lookup.
     await verifyEmail(server, intruder);

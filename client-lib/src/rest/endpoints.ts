@@ -13,6 +13,8 @@ import {
   chatMessage,
   conversation,
   notification,
+  checklistItem,
+  aiStatus,
   chartDetail,
   claimPreview,
   clinicianSettings,
@@ -24,6 +26,7 @@ import {
   invitation,
   inviteOtpVerifyResult,
   joinRequest,
+  matchChecklistResult,
   messageOnly,
   myOrganization,
   organization,
@@ -31,6 +34,7 @@ import {
   patient,
   patientCreated,
   problemNote,
+  processAudioResult,
   progressStats,
   refreshResult,
   registerResult,
@@ -41,6 +45,8 @@ import {
   sendOtpResult,
   settingsList,
   subscriptionState,
+  suggestionsResult,
+  visitAudioUploadResult,
   signInResult,
   therapistEarning,
   timeSavedReport,
@@ -58,7 +64,9 @@ export type ResponseKind =
   /** `{status, data: [...], meta}`: the method returns `{data, meta}`. */
   | 'page'
   /** `{status, message}`: the method returns `{message}`. */
-  | 'message';
+  | 'message'
+  /** Bytes (a download): the method returns them with their content type and range. */
+  | 'binary';
 
 /** One row of {@link ENDPOINTS}. */
 export interface EndpointSpec<M extends HttpMethod = HttpMethod, P extends string = string, K extends ResponseKind = ResponseKind, S extends z.ZodType = z.ZodType> {
@@ -80,6 +88,10 @@ function page<M extends HttpMethod, P extends string, T extends z.ZodType>(metho
 }
 function message<M extends HttpMethod, P extends string>(method: M, path: P, auth = true) {
   return { method, path, auth, kind: 'message', response: messageOnly } as const satisfies EndpointSpec;
+}
+
+function binary<M extends HttpMethod, P extends string>(method: M, path: P) {
+  return { method, path, auth: true, kind: 'binary', response: z.instanceof(Uint8Array) } as const satisfies EndpointSpec;
 }
 
 const PUBLIC = false;
@@ -178,6 +190,22 @@ export const ENDPOINTS = {
   'notifications.list': page('GET', '/notifications', notification),
   'notifications.markRead': message('PUT', '/notifications/:uuid/read'),
   'notifications.markAllRead': message('PUT', '/notifications/read-all'),
+
+  // ---- AI documentation pipeline (ai.ts) -------------------------------------------------
+  /** Send a FormData body: `audio` (file) or `upload_id`, `schedule_uuid`, `discipline`, `encounter_type`. */
+  'ai.processAudio': data('POST', '/ai/process-audio', processAudioResult),
+  'ai.status': data('GET', '/ai/status/:serverUuid', aiStatus),
+  'ai.retry': message('POST', '/ai/retry/:serverUuid'),
+  // checklists (ai-checklists.ts)
+  'ai.checklist': data('GET', '/ai/checklist/:discipline', z.array(checklistItem)),
+  'ai.matchChecklist': data('POST', '/ai/match-checklist', matchChecklistResult),
+  'ai.suggestions': data('POST', '/ai/suggestions', suggestionsResult),
+
+  // ---- audio (audio.ts) -------------------------------------------------------------------
+  /** Send a FormData body: `audio` (file: m4a, wav or mp3) and `schedule_uuid`. */
+  'audio.upload': data('POST', '/visit-audio-upload', visitAudioUploadResult),
+  /** The recording (`data.url` of the upload), whole or a byte range. */
+  'audio.download': binary('GET', '/audio/:uuid'),
 
   // ---- dashboards and reports (reports.ts) -----------------------------------------------
   'reports.actionList': data('GET', '/dashboard-action-list', dashboardActionList),

@@ -125,6 +125,17 @@ export type {
   NotificationType,
   SendMessageBody,
 } from './areas/messages.ts';
+export type { AudioApi, AudioDownload, VisitAudioUpload } from './areas/audio.ts';
+export type { BinaryResult } from './transport.ts';
+export type { AiPipelineApi, AiStatus, ProcessAudioResult } from './areas/ai-pipeline.ts';
+export type {
+  AiChecklistsApi,
+  ChecklistItem,
+  MatchChecklistBody,
+  MatchChecklistResult,
+  SuggestionsBody,
+  SuggestionsResult,
+} from './areas/ai-checklists.ts';
 export type { FetchLike, QueryValues, TokenSource, UnauthorizedHandler } from './transport.ts';
 export type {
   ApplyScheduleBody,

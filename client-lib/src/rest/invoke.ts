@@ -6,7 +6,7 @@
 import type * as z from 'zod';
 import type { EndpointSpec } from './endpoints.ts';
 import type { AuthWriteOptions, MessageResult, Page } from './options.ts';
-import type { HttpMethod, QueryValues, Transport } from './transport.ts';
+import type { BinaryResult, HttpMethod, QueryValues, Transport } from './transport.ts';
 
 /** `'a' | 'b'` for `'/x/:a/y/:b'`; `never` without parameters. */
 export type ParamNames<P extends string> = P extends `${string}:${infer N}/${infer Rest}`
@@ -37,6 +37,7 @@ export function fillPath(path: string, params: Readonly<Record<string, string>> 
 type DataEndpoint = EndpointSpec<HttpMethod, string, 'data', z.ZodType<{ data: unknown }>>;
 type PageEndpoint = EndpointSpec<HttpMethod, string, 'page', z.ZodType<{ data: unknown[]; meta: Page<unknown>['meta'] }>>;
 type MessageEndpoint = EndpointSpec<HttpMethod, string, 'message', z.ZodType<{ message: string }>>;
+type BinaryEndpoint = EndpointSpec<HttpMethod, string, 'binary'>;
 
 export function createInvoker(transport: Transport) {
   const send = <E extends EndpointSpec>(ep: E, args: CallArgs<E['path']>, o: AuthWriteOptions | undefined) =>
@@ -62,6 +63,19 @@ export function createInvoker(transport: Transport) {
     async page<E extends PageEndpoint>(ep: E, args: CallArgs<E['path']>, o?: AuthWriteOptions): Promise<Page<z.output<E['response']>['data'][number]>> {
       const body = await send(ep, args, o);
       return { data: body.data, meta: body.meta };
+    },
+    /** Endpoints answering bytes (downloads): resolves to the bytes and their headers. */
+    async binary<E extends BinaryEndpoint>(ep: E, args: CallArgs<E['path']> & { headers?: Record<string, string> }, o?: AuthWriteOptions): Promise<BinaryResult> {
+      return transport.sendBinary({
+        method: ep.method,
+        path: fillPath(ep.path, args.params),
+        query: args.query,
+        auth: ep.auth,
+        response: ep.response,
+        headers: args.headers,
+        token: ep.auth ? o?.token : undefined,
+        signal: o?.signal,
+      });
     },
     /** Endpoints answering `{status, message}`: resolves to `{message}`. */
     async message<E extends MessageEndpoint>(ep: E, args: CallArgs<E['path']>, o?: AuthWriteOptions): Promise<MessageResult> {

@@ -7,6 +7,9 @@ import { createInvoker } from './invoke.ts';
 import type { FieldchartApiError, NetworkError, UnexpectedResponseError } from './errors.ts';
 import { createTransport, type FetchLike, type TokenSource, type UnauthorizedHandler } from './transport.ts';
 import { accountsApi, type AccountsApi } from './areas/accounts.ts';
+import { audioApi, type AudioApi } from './areas/audio.ts';
+import { aiChecklistsApi, type AiChecklistsApi } from './areas/ai-checklists.ts';
+import { aiPipelineApi, type AiPipelineApi } from './areas/ai-pipeline.ts';
 import {
   invitationsApi,
   invitationSignupApi,
@@ -84,6 +87,10 @@ export interface RestClient extends AccountsApi {
   readonly scheduling: SchedulingApi;
   /** Subscription status and store receipts. */
   readonly subscription: SubscriptionApi;
+  /** Visit recordings: multipart upload, authorized download (whole or by range). */
+  readonly audio: AudioApi;
+  /** AI documentation: the pipeline (process-audio, status, retry) and checklists. */
+  readonly ai: AiChecklistsApi & AiPipelineApi;
 }
 
 /**
@@ -129,5 +136,7 @@ export function createRestClient(options: RestClientOptions): RestClient {
     sync: syncApi(call),
     scheduling: schedulingApi(call),
     subscription: subscriptionApi(call),
+    audio: audioApi(call),
+    ai: { ...aiChecklistsApi(call), ...aiPipelineApi(call) },
   };
 }

@@ -49,6 +49,18 @@ export interface Call<S extends z.ZodType> {
   readonly idempotencyKey?: string | undefined;
   readonly token?: string | undefined;
   readonly signal?: AbortSignal | undefined;
+  /** Extra request headers (a download's `Range`). */
+  readonly headers?: Readonly<Record<string, string>> | undefined;
+}
+
+/** A success whose body is bytes (an audio download), not the JSON envelope. */
+export interface BinaryResult {
+  /** 200 for the whole file, 206 for a range. */
+  readonly status: number;
+  readonly contentType: string | null;
+  /** `bytes start-end/size` of a 206. */
+  readonly contentRange: string | null;
+  readonly bytes: Uint8Array;
 }
 
 /** 401 codes that mean "this session is over", as opposed to "that password is wrong". */
@@ -109,12 +121,19 @@ function queryString(query: QueryValues | undefined): string {
 export function createTransport(opts: TransportOptions) {
   const root = opts.baseUrl.replace(/\/+$/, '') + opts.apiPrefix;
 
-  async function exchange(call: Call<z.ZodType>, token: string | null | undefined): Promise<{ status: number; headers: Headers; json: unknown }> {
-    const headers: Record<string, string> = { accept: 'application/json' };
+  async function exchange(
+    call: Call<z.ZodType>,
+    token: string | null | undefined,
+    binary = false,
+  ): Promise<{ status: number; headers: Headers; json: unknown; bytes?: Uint8Array }> {
+    const headers: Record<string, string> = { accept: binary ? '*/*' : 'application/json', ...call.headers };
     if (call.auth && token) headers.authorization = `Bearer ${token}`;
     if (call.idempotencyKey !== undefined) headers['idempotency-key'] = call.idempotencyKey;
-    let body: string | undefined;
-    if (call.body !== undefined) {
+    let body: string | FormData | undefined;
+    if (call.body instanceof FormData) {
+      // Multipart uploads (audio): fetch writes the boundary into the content type itself.
+      body = call.body;
+    } else if (call.body !== undefined) {
       body = JSON.stringify(call.body);
       headers['content-type'] = 'application/json';
     }
@@ -126,6 +145,9 @@ export function createTransport(opts: TransportOptions) {
         signal: limit.signal,
         ...(body !== undefined ? { body } : {}),
       });
+      if (binary && res.status >= 200 && res.status < 300) {
+        return { status: res.status, headers: res.headers, json: undefined, bytes: new Uint8Array(await res.arrayBuffer()) };
+      }
       const text = await res.text();
       let json: unknown;
       try {
@@ -143,20 +165,32 @@ export function createTransport(opts: TransportOptions) {
     }
   }
 
+  /** One exchange with the 401 handling: a gone session may be renewed once by `onUnauthorized`. */
+  async function authorized(call: Call<z.ZodType>, binary: boolean) {
+    const tokenOf = async () => (call.token !== undefined ? call.token : await opts.getToken?.());
+    let res = await exchange(call, call.auth ? await tokenOf() : null, binary);
+    if (res.status === 401 && call.auth && opts.onUnauthorized) {
+      const error = apiError(res.status, res.headers, res.json);
+      if (SESSION_CODES.has(error.code)) {
+        if ((await opts.onUnauthorized(error)) !== true) throw error;
+        // The token the handler obtained: a per-call token is stale by definition here.
+        res = await exchange(call, await opts.getToken?.(), binary);
+      }
+    }
+    if (res.status < 200 || res.status >= 300) throw apiError(res.status, res.headers, res.json);
+    return res;
+  }
+
   return {
+    /** Runs a call whose success is bytes (a download); errors are the same typed errors. */
+    async sendBinary(call: Call<z.ZodType>): Promise<BinaryResult> {
+      const res = await authorized(call, true);
+      return { status: res.status, contentType: res.headers.get('content-type'), contentRange: res.headers.get('content-range'), bytes: res.bytes ?? new Uint8Array() };
+    },
+
     /** Runs the call and answers its validated success body, or throws a typed error. */
     async send<S extends z.ZodType>(call: Call<S>): Promise<z.output<S>> {
-      const tokenOf = async () => (call.token !== undefined ? call.token : await opts.getToken?.());
-      let res = await exchange(call, call.auth ? await tokenOf() : null);
-      if (res.status === 401 && call.auth && opts.onUnauthorized) {
-        const error = apiError(res.status, res.headers, res.json);
-        if (SESSION_CODES.has(error.code)) {
-          if ((await opts.onUnauthorized(error)) !== true) throw error;
-          // The token the handler obtained: a per-call token is stale by definition here.
-          res = await exchange(call, await opts.getToken?.());
-        }
-      }
-      if (res.status < 200 || res.status >= 300) throw apiError(res.status, res.headers, res.json);
+      const res = await authorized(call, false);
       if (res.json === undefined) throw new UnexpectedResponseError(`${call.method} ${call.path}: HTTP ${res.status} without a JSON body`, res.status);
       const parsed = call.response.safeParse(res.json);
       if (!parsed.success) {

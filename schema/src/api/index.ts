@@ -10,3 +10,6 @@ export * from './scheduling.ts';
 export * from './subscription.ts';
 export * from './messages.ts';
 export * from './notifications.ts';
+export * from './ai-checklists.ts';
+export * from './ai.ts';
+export * from './audio.ts';

@@ -6,3 +6,5 @@ export * from './sync.ts';
 export * from './scheduling.ts';
 export * from './subscriptions.ts';
 export * from './messaging.ts';
+export * from './ai.ts';
+export * from './audio.ts';

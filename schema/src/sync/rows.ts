@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { notification } from '../api/notifications.ts';
+import { aiStatus } from '../api/ai.ts';
 import { effectiveConfig } from '../api/organizations.ts';
 import { referral, vitalSigns } from '../api/patients.ts';
 import { evvRecord, mileage, soapNote, timerEvent, visit } from '../api/visits.ts';
@@ -76,6 +77,12 @@ export const organizationConfigRow = effectiveConfig
 
 /** A notification of the device's user: the REST record (PHI-free title and body, ids in `data`). */
 export const notificationRow = notification.strict();
+/**
+ * The AI pipeline's status of one run (id = the transcription uuid), keyed back to its visit
+ * by `schedule_uuid`: the same record as GET /ai/status, so a device sees a run complete
+ * without polling.
+ */
+export const aiStatusRow = aiStatus.strict();
 
 /** Feed table → row schema. Tables without a server-side source yet are absent. */
 export const FEED_ROWS = {
@@ -87,6 +94,7 @@ export const FEED_ROWS = {
   visit_mileage: mileageRow,
   notifications: notificationRow,
   organization_config: organizationConfigRow,
+  ai_status: aiStatusRow,
 } as const;
 export type FeedTable = keyof typeof FEED_ROWS;
 
@@ -98,3 +106,4 @@ export type SoapNoteRow = z.infer<typeof soapNoteRow>;
 export type MileageRow = z.infer<typeof mileageRow>;
 export type NotificationRow = z.infer<typeof notificationRow>;
 export type OrganizationConfigRow = z.infer<typeof organizationConfigRow>;
+export type AiStatusRow = z.infer<typeof aiStatusRow>;

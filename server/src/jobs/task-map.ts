@@ -6,6 +6,7 @@ export const taskPayloads = {
   cleanup_expired: z.object({}).loose(),
   push_notification: z.object({ notification_id: z.uuid() }),
   push_send: z.object({ notification_id: z.uuid(), token_id: z.uuid() }),
+  ai_process_audio: z.object({ transcription_uuid: z.uuid() }),
 } as const;
 
 export type TaskName = keyof typeof taskPayloads;

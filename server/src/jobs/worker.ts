@@ -5,16 +5,26 @@ import { redactText, safeError } from '../log-safety.ts';
 import type { Services } from '../services/index.ts';
 import { taskPayloads, type TaskName } from './task-map.ts';
 import { cleanupExpired } from './cleanup-expired.ts';
+import { aiProcessAudio } from './ai-process-audio.ts';
 import { sendMail } from './send-mail.ts';
 import { pushNotification, pushSend } from './push-notification.ts';
 
-export type JobHandler<T extends TaskName> = (services: Services, payload: import('./task-map.ts').TaskPayload<T>) => Promise<void>;
+/** What a handler may know of its job run: graphile-worker's attempt counters and abort signal. */
+export interface JobRun {
+  readonly attempts: number;
+  readonly maxAttempts: number;
+  /** Aborted when the worker shuts down gracefully. */
+  readonly signal: AbortSignal | undefined;
+}
+
+export type JobHandler<T extends TaskName> = (services: Services, payload: import('./task-map.ts').TaskPayload<T>, run: JobRun) => Promise<void>;
 
 const handlers: { [K in TaskName]: JobHandler<K> } = {
   send_mail: sendMail,
   cleanup_expired: cleanupExpired,
   push_notification: pushNotification,
   push_send: pushSend,
+  ai_process_audio: aiProcessAudio,
 };
 
 function workerLogger(log: FastifyBaseLogger): Logger {
@@ -53,12 +63,15 @@ export async function startWorker(opts: {
   services: Services;
   concurrency: number;
   log: FastifyBaseLogger;
+  /** graphile-worker's events (worker-liveness.ts records worker ids from them). */
+  events?: import('node:events').EventEmitter;
 }): Promise<Worker> {
   const taskList: TaskList = {};
   for (const name of Object.keys(handlers) as TaskName[]) {
-    const task: Task = async (payload) => {
+    const task: Task = async (payload, helpers) => {
       const parsed = taskPayloads[name].parse(payload);
-      await (handlers[name] as JobHandler<TaskName>)(opts.services, parsed);
+      const run: JobRun = { attempts: helpers.job.attempts, maxAttempts: helpers.job.max_attempts, signal: helpers.abortSignal };
+      await (handlers[name] as JobHandler<TaskName>)(opts.services, parsed, run);
     };
     taskList[name] = task;
   }
@@ -70,6 +83,7 @@ export async function startWorker(opts: {
     pollInterval: 2000,
     logger: workerLogger(opts.log),
     crontab: '17 * * * * cleanup_expired ?max=1',
+    ...(opts.events ? { events: opts.events as NonNullable<Parameters<typeof run>[0]['events']> } : {}),
   });
   let stopped = false;
   void runner.promise.then(

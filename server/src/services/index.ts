@@ -7,6 +7,12 @@ import { createAccessTokens } from '../security/access-tokens.ts';
 import type { IdTokenVerifier } from '../security/id-token-verifier.ts';
 import type { PhiCrypto } from '../security/phi-crypto.ts';
 import type { SigningKeys } from '../security/signing-keys.ts';
+import { createAiPipeline } from './ai/pipeline/index.ts';
+import { createNoteGenerator } from './ai/notes/index.ts';
+import { createSpeechToText } from './ai/stt/index.ts';
+import { createAudio } from './audio/index.ts';
+import { normaliseToPcm16kMono } from './audio/ffmpeg.ts';
+import { createAiChecklists } from './ai/notes/checklist-service.ts';
 import { createAuditExport } from './audit/audit-export.ts';
 import { createAuditLog } from './audit/audit-log.ts';
 import { createClinicianSettings } from './clinician-settings.ts';
@@ -62,6 +68,7 @@ export function createServices(deps: ServiceDeps) {
   const organizationServices = createOrganizationServices({ db, clock, config, sessions, throttle, mail, notifications });
   const audit = createAuditLog({ db, clock, durably: unitOfWork.durably });
   const clinicianSettings = createClinicianSettings({ db, clock });
+  const audio = createAudio({ db, clock, config, phi: deps.phi, audit });
   return {
     config,
     /** Runs several service calls in one transaction (the sync channel's mutations). */
@@ -94,6 +101,32 @@ export function createServices(deps: ServiceDeps) {
     reports: createReports({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
     subscriptions: createSubscriptions({ db, clock, config }),
     demoSeed: createDemoSeed({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
+    /** Discipline checklists: items, transcript match, suggestions (stateless, services/ai/notes). */
+    aiChecklists: createAiChecklists(),
+    /** Stored audio: encrypted object store, tus uploads, ffmpeg input (services/audio). */
+    audio,
+    /** AI documentation runs on Graphile Worker (services/ai/pipeline). */
+    aiPipeline: createAiPipeline({
+      db,
+      clock,
+      phi: deps.phi,
+      audit,
+      config: config.ai,
+      stt: createSpeechToText(config.ai.stt),
+      notes: createNoteGenerator(config.ai.notes),
+      audio,
+      media: { normaliseToPcm16kMono },
+      maxDurationMs: config.audio.maxDurationSeconds * 1000,
+      normaliseTimeoutMs: config.ai.pipeline.normaliseTimeoutMs,
+      // A finished run tells the clinician in its own transaction: note_ready or note_failed.
+      onFinished: async (tx, run) => {
+        await notifications.record(tx, {
+          userId: run.userId,
+          type: run.status === 'completed' ? 'note_ready' : 'note_failed',
+          data: { transcription_uuid: run.transcriptionUuid, schedule_uuid: run.visitId },
+        });
+      },
+    }),
   };
 }
 

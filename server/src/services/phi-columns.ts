@@ -42,6 +42,17 @@ export const PHI_TABLES: readonly PhiTable[] = [
   { table: 'scheduling_policies', key: ['user_id'], columns: ['home_base_address_enc'], rowId: byId },
   // Geocoded points, bound to their keyed-hash address key (services/routing/geocoder.ts).
   { table: 'geocode_cache', key: ['address_key'], columns: ['point_enc'], rowId: byId },
+  // Audio files and tus uploads: the bytes are encrypted under a per-file data key, and that
+  // key is stored here wrapped by the ring, so rotation re-wraps it (services/audio/frames.ts).
+  { table: 'audio_files', key: ['id'], columns: ['data_key_enc'], rowId: byId },
+  { table: 'audio_uploads', key: ['id'], columns: ['data_key_enc'], rowId: byId },
+  // AI documentation runs: everything derived from the recording (services/ai/pipeline).
+  {
+    table: 'ai_transcriptions',
+    key: ['id'],
+    columns: ['raw_transcript_enc', 'segments_enc', 'generated_soap_enc', 'source_map_enc', 'verification_flags_enc', 'vital_signs_enc'],
+    rowId: byId,
+  },
   // Stored idempotent responses can carry PHI; services/idempotency.ts binds them to scope NUL key.
   {
     table: 'idempotency_keys',

@@ -5,13 +5,14 @@
  */
 import { and, eq, gte, isNull, lte, or, sql, type SQL } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
-import { notifications, patientReferrals, patients, soapNotes, timerEvents, visitMileage, visits } from '@fieldchart/schema/db';
+import { aiTranscriptions, notifications, patientReferrals, patients, soapNotes, timerEvents, visitMileage, visits } from '@fieldchart/schema/db';
 import type { Change, OrganizationConfigRow } from '@fieldchart/schema/sync';
 import { rowsOf, type Db } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { PhiCrypto } from '../security/phi-crypto.ts';
 import { localDate } from '../services/clinician-settings.ts';
 import { notificationRecord } from '../services/notifications/notifications.ts';
+import { statusRecordOf } from '../services/ai/pipeline/records.ts';
 import { openPatient } from '../services/patients/patient-codec.ts';
 import { addDays } from '../services/reports/visit-facts.ts';
 import { soapRecordOf, visitFieldsOf } from '../services/visits/visit-records.ts';
@@ -105,7 +106,7 @@ export function createFeed(deps: FeedDeps) {
               : and(eq(visits.ownerId, userId), inWindow, isNull(visits.deletedAt), isNull(child.deletedAt));
           // Issued together: on PostgreSQL they are pipelined on the transaction's connection,
           // one round trip instead of seven.
-          const [patientRows, referralRows, visitRows, eventRows, noteRows, mileageRows, notificationRows] = await Promise.all([
+          const [patientRows, referralRows, visitRows, eventRows, noteRows, mileageRows, notificationRows, aiRows] = await Promise.all([
             tx.select().from(patients).where(and(eq(patients.ownerId, userId), changed(patients), live(patients))),
             tx.select().from(patientReferrals).where(and(eq(patientReferrals.ownerId, userId), changed(patientReferrals), live(patientReferrals))),
             // Visits in the window and new to the device; a changed visit now outside it left the scope.
@@ -129,6 +130,12 @@ export function createFeed(deps: FeedDeps) {
               .innerJoin(visits, eq(visits.id, visitMileage.visitId))
               .where(and(eq(visitMileage.ownerId, userId), childScope(visitMileage))),
             tx.select().from(notifications).where(and(eq(notifications.ownerId, userId), changed(notifications), live(notifications))),
+            // AI runs of visits in scope, like a visit's other children (docs/sync-protocol.md).
+            tx
+              .select({ a: aiTranscriptions })
+              .from(aiTranscriptions)
+              .innerJoin(visits, eq(visits.id, aiTranscriptions.visitId))
+              .where(and(eq(aiTranscriptions.ownerId, userId), childScope(aiTranscriptions))),
           ]);
 
           for (const p of patientRows) {
@@ -187,6 +194,9 @@ export function createFeed(deps: FeedDeps) {
           }
 
           for (const n of notificationRows) push('notifications', n.id, n, () => notificationRecord(n));
+          for (const { a } of aiRows) {
+            push('ai_status', a.id, a, () => ({ ...statusRecordOf(phi, a) }));
+          }
 
           if (!since || since.config !== configHash) {
             changes.push({ table: 'organization_config', op: 'upsert', id: userId, version: 0, row: { ...scope.config } });
