@@ -1,6 +1,6 @@
 /**
  * The body of the `ai_process_audio` job: probe → normalise → transcribe → generate →
- * post-process → `completed`, or `failed` with a message a clinician can act on.
+ * post-processed by the generator → `completed`, or `failed` with a message a clinician can act on.
  *
  * Safe to run twice: the run starts only from `processing`, and the final write is a
  * conditional update (`where status = 'processing'`) keyed by the transcription uuid, so after
@@ -17,7 +17,6 @@ import { aiTranscriptions, audioFiles } from '@fieldchart/schema/db';
 import { NO_ENGINE_MESSAGE, type Transcript } from '../stt/index.ts';
 import type { AiPipelineDeps } from './index.ts';
 import type { PipelineAudioFormat } from './deps.ts';
-import { anchorSourceMap } from './post-process.ts';
 
 export interface JobAttempt {
   /** graphile-worker's attempt counter for this job (1 on the first run). */
@@ -138,7 +137,9 @@ export function createRunner(deps: AiPipelineDeps) {
           signal,
         );
         generatorMs = performance.now() - g0;
-        const note = anchorSourceMap(generated, transcript.text, transcript.segments);
+        // Spans, audio times and unsupported sentences were settled by the generators' shared
+        // post-processing (services/ai/notes/post-process.ts), which both generators run.
+        const note = generated;
         await finish(
           id,
           {
