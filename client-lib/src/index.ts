@@ -24,7 +24,7 @@ export type {
 } from './client/types.ts';
 export { InvalidWriteError, LocalNotFoundError, NotSignedInError, OutboxNotEmptyError } from './client/errors.ts';
 export type { Patient, Visit } from './model/views.ts';
-export type { Rejection } from './storage/outbox.ts';
+export type { Failure, Rejection } from './storage/outbox.ts';
 export type { SyncError, SyncStatus } from './sync/status.ts';
 export type { SyncEvents } from './sync/sync-engine.ts';
 export type { BackoffOptions } from './sync/backoff.ts';

@@ -12,7 +12,19 @@ import type { WebSocketConstructor } from '../platform/websocket.ts';
 import { openLocalDb, type LocalDb } from '../storage/local-db.ts';
 import { deleteMeta, getMeta, type StoredSession } from '../storage/meta.ts';
 import { clearFeed } from '../storage/feed-store.ts';
-import { clearOutbox, dismissRejections, listRejections, overlayEntries, pendingCount, receiptRows, type Rejection } from '../storage/outbox.ts';
+import {
+  clearOutbox,
+  dismissFailures,
+  dismissRejections,
+  listFailures,
+  listRejections,
+  overlayEntries,
+  pendingCount,
+  receiptRows,
+  requeueFailures,
+  type Failure,
+  type Rejection,
+} from '../storage/outbox.ts';
 import { clearDrafts, unconfirmedDrafts } from '../storage/draft-store.ts';
 import { byVisitTime, readPatients, readVisits, type Patient, type Visit, type VisitSelection } from '../model/views.ts';
 import type { BackoffOptions } from '../sync/backoff.ts';
@@ -274,6 +286,20 @@ function buildClient(db: LocalDb, engine: SyncEngine, rest: RestClient, options:
       list: () => listRejections(db),
       dismiss: (ids) => dismissRejections(db, ids),
       on: (listener: (r: Rejection) => void) => engine.events.on('rejection', listener),
+    },
+
+    failures: {
+      list: () => listFailures(db),
+      async retry(ids) {
+        const queued = await requeueFailures(db, ids);
+        await engine.written();
+        return queued;
+      },
+      async dismiss(ids) {
+        await dismissFailures(db, ids);
+        await engine.written();
+      },
+      on: (listener: (f: Failure) => void) => engine.events.on('failure', listener),
     },
 
     on,
