@@ -88,18 +88,22 @@ function withoutUnusedSchemas<T>(document: T): T {
  * documented responses (the OpenAPI document lists every status the server returns): any
  * POST/PUT can meet malformed JSON (400), an oversized body (413), an unsupported Content-Type
  * (415), a bad or reused Idempotency-Key (422) or a retry racing the first (409); a path
- * parameter that names nothing is a 404.
+ * parameter that names nothing is a 404; a query string that fails its schema a 422.
  */
 function documentFrameworkStatuses(route: RouteOptions): void {
-  const schema = route.schema as { hide?: boolean; response?: Record<string | number, unknown> } | undefined;
+  const schema = route.schema as { hide?: boolean; querystring?: unknown; response?: Record<string | number, unknown> } | undefined;
   if (!schema || schema.hide || !route.url.startsWith(API_PREFIX)) return;
   const methods = [route.method].flat();
   const response: Record<string | number, unknown> = { ...schema.response };
   const add = (...codes: number[]) => {
     for (const code of codes) response[code] ??= errorBody;
   };
+  // Node's HTTP parser answers these for any URL: a header block (or URL) over 16 KiB, a
+  // request slower than REQUEST_TIMEOUT_MS.
+  add(408, 431);
   if (methods.includes('POST') || methods.includes('PUT')) add(400, 409, 413, 415, 422);
   if (route.url.includes('/:')) add(404);
+  if (schema.querystring) add(422);
   route.schema = { ...schema, response };
 }
 
