@@ -98,7 +98,16 @@ const ALIASES: Readonly<Record<string, VitalName>> = {
 const BP_ALIASES = new Set(['bp', 'blood_pressure']);
 
 /** The unit a key itself implies (`temp_c`, `weight_kg`), when the value names none. */
-const KEY_UNITS: Readonly<Record<string, string>> = { temperature_c: 'c', temp_c: 'c', weight_kg: 'kg' };
+const KEY_UNITS: Readonly<Record<string, string>> = {
+  temperature_c: 'c',
+  temp_c: 'c',
+  // The canonical names carry their unit: a stored note sent back is never converted twice.
+  temperature_f: 'f',
+  temp_f: 'f',
+  weight_kg: 'kg',
+  weight_lb: 'lb',
+  weight_lbs: 'lb',
+};
 
 const aliasKey = (key: string) => key.trim().toLowerCase().replace(/[\s\-.]+/g, '_');
 
