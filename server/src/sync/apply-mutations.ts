@@ -132,7 +132,7 @@ export async function applyMutationBatch(
             failing = { id: m.mutation_id, attempts: failing.id === m.mutation_id ? failing.attempts + 1 : 1 };
           }
           if (!unexpected || failing.attempts < MAX_MUTATION_ATTEMPTS) {
-            const after = reply?.after_ms ?? 1000 * 2 ** failing.attempts;
+            const after = reply?.after_ms ?? 500 * 2 ** failing.attempts;
             for (const rest of batch.slice(i)) replies.push({ type: 'retry', mutation_id: rest.mutation_id, after_ms: after });
             retryFrom = m.mutation_id;
             break;
