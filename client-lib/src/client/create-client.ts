@@ -16,6 +16,7 @@ import {
   clearOutbox,
   dismissFailures,
   dismissRejections,
+  failureCount,
   listFailures,
   listRejections,
   overlayEntries,
@@ -135,7 +136,8 @@ function buildClient(db: LocalDb, engine: SyncEngine, rest: RestClient, options:
     const known = await getMeta(db, 'user_id');
     if (user && known !== null && known !== user.uuid) {
       // The device holds another clinician's data: never upload their writes as this user.
-      const pending = await pendingCount(db);
+      // Parked failures are writes the server never applied: kept like pending ones.
+      const pending = (await pendingCount(db)) + (await failureCount(db));
       const drafts = (await unconfirmedDrafts(db)).length;
       if (pending > 0 || drafts > 0) throw new OutboxNotEmptyError(pending, drafts);
       await clearUserData();
@@ -166,7 +168,7 @@ function buildClient(db: LocalDb, engine: SyncEngine, rest: RestClient, options:
     },
 
     async signOut(opts = {}) {
-      const pending = await pendingCount(db);
+      const pending = (await pendingCount(db)) + (await failureCount(db));
       const drafts = (await unconfirmedDrafts(db)).length;
       if ((pending > 0 || drafts > 0) && !opts.force) throw new OutboxNotEmptyError(pending, drafts);
       const token = engine.currentSession?.token;
