@@ -232,7 +232,7 @@ forEachBackend('input edge (issue 9)', (backend) => {
       return { ok: true };
     });
     try {
-      for (const [kind, value] of [['text', `secret${NUL}`], ['date', '0000-01-01'], ['int', '99999999']]) {
+      for (const [kind, value] of [['text', `secret${NUL}`], ['date', '0000-01-01'], ['int', '99999999']] as const) {
         const res = await app.inject({ method: 'POST', url: '/echo', payload: { kind, value } });
         const body = res.json();
         assert.equal(res.statusCode, 422, `${kind}: ${res.body}`);
