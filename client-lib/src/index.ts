@@ -25,7 +25,7 @@ export type {
 export { InvalidWriteError, LocalNotFoundError, NotSignedInError, OutboxNotEmptyError, PlanDayError } from './client/errors.ts';
 export type { DayPlan, PlanDayOptions } from './model/plan-day.ts';
 export type { DeviceNotification, Patient, Visit } from './model/views.ts';
-export type { Rejection } from './storage/outbox.ts';
+export type { Failure, Rejection } from './storage/outbox.ts';
 export type { SyncError, SyncStatus } from './sync/status.ts';
 export type { SyncEvents } from './sync/sync-engine.ts';
 export type { BackoffOptions } from './sync/backoff.ts';

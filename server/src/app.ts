@@ -1,10 +1,11 @@
 import './http/validation-messages.ts';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions, type RouteOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import websocket from '@fastify/websocket';
+import { errorBody, MAX_PATH_PARAM } from '@fieldchart/schema/api';
 import { CLOSE_CODES } from '@fieldchart/schema/sync';
 import type { Clock } from './clock.ts';
 import {
@@ -16,7 +17,7 @@ import {
 } from 'fastify-type-provider-zod';
 import type { Config } from './config.ts';
 import { authentication } from './http/authentication.ts';
-import { installErrorHandling } from './http/error-handler.ts';
+import { installErrorHandling, sendFrameworkError, writeClientError } from './http/error-handler.ts';
 import { idempotency } from './http/idempotency.ts';
 import { accountRoutes } from './routes/account.ts';
 import { aiPipelineRoutes } from './routes/ai.ts';
@@ -89,8 +90,40 @@ function withoutUnusedSchemas<T>(document: T): T {
   return { ...doc, components: { ...doc.components, schemas: kept } } as T;
 }
 
+/**
+ * The statuses every route of a kind can answer whatever its handler does, added to its
+ * documented responses (the OpenAPI document lists every status the server returns): any
+ * POST/PUT can meet malformed JSON (400), an oversized body (413), an unsupported Content-Type
+ * (415), a bad or reused Idempotency-Key (422) or a retry racing the first (409); a path
+ * parameter that names nothing is a 404; a query string that fails its schema a 422.
+ */
+function documentFrameworkStatuses(route: RouteOptions): void {
+  const schema = route.schema as { hide?: boolean; querystring?: unknown; response?: Record<string | number, unknown> } | undefined;
+  if (!schema || schema.hide || !route.url.startsWith(API_PREFIX)) return;
+  const methods = [route.method].flat();
+  const response: Record<string | number, unknown> = { ...schema.response };
+  const add = (...codes: number[]) => {
+    for (const code of codes) response[code] ??= errorBody;
+  };
+  // Node's HTTP parser answers these for any URL: a header block (or URL) over 16 KiB, a
+  // request slower than REQUEST_TIMEOUT_MS.
+  add(408, 431);
+  if (methods.includes('POST') || methods.includes('PUT')) add(400, 409, 413, 415, 422);
+  if (route.url.includes('/:')) add(404);
+  if (schema.querystring) add(422);
+  route.schema = { ...schema, response };
+}
+
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const { config, services } = opts;
+  const { timeouts } = config;
+  // Node enforces requestTimeout/headersTimeout on a timer; check often enough that a slow
+  // client is cut close to the configured time rather than up to 30 s later.
+  const slowClients = {
+    headersTimeout: timeouts.headersMs,
+    requestTimeout: timeouts.requestMs,
+    connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(timeouts.headersMs / 4))),
+  };
   const app = Fastify({
     logger: loggerOptions(config.logLevel),
     trustProxy: config.trustProxy,
@@ -99,20 +132,28 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // Unique across restarts and nodes: the audit log ties each PHI access to its request by this id.
     genReqId: () => randomUUID(),
     forceCloseConnections: 'idle',
+    requestTimeout: timeouts.requestMs,
+    connectionTimeout: timeouts.connectionIdleMs,
+    // Ids longer than a uuid still reach the route, whose service answers its usual 404.
+    routerOptions: { maxParamLength: MAX_PATH_PARAM },
+    frameworkErrors: (err, _request, reply) => sendFrameworkError(err, reply as unknown as FastifyReply),
+    clientErrorHandler: writeClientError,
     ...(config.tls
       ? {
           https: {
             cert: fs.readFileSync(config.tls.certFile),
             key: fs.readFileSync(config.tls.keyFile),
             minVersion: 'TLSv1.2' as const,
+            ...slowClients,
           },
         }
-      : {}),
+      : { http: slowClients }),
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
+  app.addHook('onRoute', documentFrameworkStatuses);
 
   await app.register(swagger, {
     openapi: {

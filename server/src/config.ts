@@ -62,6 +62,9 @@ const envSchema = z.object({
   WORKER_ENABLED: bool(true),
   WORKER_CONCURRENCY: int(4, 1),
   BODY_LIMIT_BYTES: int(1024 * 1024, 1024),
+  REQUEST_TIMEOUT_MS: int(30_000, 100),
+  HEADERS_TIMEOUT_MS: int(15_000, 100),
+  CONNECTION_TIMEOUT_MS: int(120_000, 0),
   SHUTDOWN_GRACE_MS: int(10_000, 0),
   ROUTING_OSRM_URL: z.url().optional(),
   ROUTING_TIMEOUT_MS: int(5000, 100),
@@ -198,6 +201,11 @@ export interface Config {
     readonly idempotencyTtlSeconds: number;
     readonly bodyLimitBytes: number;
   };
+  /**
+   * Slow clients: the whole request (headers and body) must arrive within `requestMs`, the
+   * headers within `headersMs`; a socket with no traffic for `connectionIdleMs` is closed (0: never).
+   */
+  readonly timeouts: { readonly requestMs: number; readonly headersMs: number; readonly connectionIdleMs: number };
   readonly worker: { readonly enabled: boolean; readonly concurrency: number };
   readonly shutdownGraceMs: number;
   /** Route optimisation: travel times and geocoding (docs/routing.md). */
@@ -354,6 +362,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (Boolean(e.S3_ACCESS_KEY_ID) !== Boolean(e.S3_SECRET_ACCESS_KEY)) {
     throw new ConfigError('Invalid configuration:\n  S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together');
   }
+  if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) {
+    throw new ConfigError('Invalid configuration:\n  HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS');
+  }
   const dataDir = path.resolve(e.FIELDCHART_DATA_DIR);
   const fail = (line: string) => {
     throw new ConfigError(`Invalid configuration:\n  ${line}`);
@@ -421,6 +432,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
       bodyLimitBytes: e.BODY_LIMIT_BYTES,
     },
+    timeouts: { requestMs: e.REQUEST_TIMEOUT_MS, headersMs: e.HEADERS_TIMEOUT_MS, connectionIdleMs: e.CONNECTION_TIMEOUT_MS },
     worker: { enabled: e.WORKER_ENABLED, concurrency: e.WORKER_CONCURRENCY },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     routing: {

@@ -80,13 +80,21 @@ const running = new Set<ChildProcess>();
  * Starts `node --import tsx server/src/main.ts` like `npm start` does, or with
  * `{ via: 'cli' }` the same server through `fieldchart serve`.
  */
-export function spawnServer(env: Record<string, string | undefined>, opts: { via?: 'npm-start' | 'cli' } = {}): ServerProcess {
+export function spawnServer(
+  env: Record<string, string | undefined>,
+  opts: {
+    via?: 'npm-start' | 'cli';
+    /** A command the server runs under, e.g. `['unshare', '--pid', '--fork', …]`; `pid` is then that command's. */
+    wrap?: readonly string[];
+  } = {},
+): ServerProcess {
   const spawnedAt = performance.now();
   const args =
     opts.via === 'cli'
       ? [path.join(repoRoot, 'cli/bin/fieldchart.js'), 'serve']
       : ['--import', 'tsx', path.join(repoRoot, 'server/src/main.ts')];
-  const child = spawn(process.execPath, args, {
+  const [command, ...prefix] = opts.wrap && opts.wrap.length > 0 ? [...opts.wrap, process.execPath] : [process.execPath];
+  const child = spawn(command as string, [...prefix, ...args], {
     cwd: repoRoot,
     env: childEnv({ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -206,6 +206,35 @@ forEachBackend('API description and health', (backend) => {
     assert.deepEqual(dataOf('/register', 'post').properties.user, { $ref: '#/components/schemas/User' });
   });
 
+  test('every status the framework or the edge can answer is documented on each operation it applies to', () => {
+    for (const { method, path, op } of operations(doc.paths)) {
+      if (!path.startsWith(API)) continue;
+      const documented = new Set(Object.keys(op.responses ?? {}));
+      const expected = ['408', '431'];
+      if (method === 'post' || method === 'put') expected.push('400', '409', '413', '415', '422');
+      if (path.includes('{')) expected.push('404');
+      if (((op as { parameters?: Array<{ in: string }> }).parameters ?? []).some((p) => p.in === 'query')) expected.push('422');
+      if ((op.security ?? []).length > 0) expected.push('401');
+      for (const status of expected) assert.ok(documented.has(status), `${method} ${path} does not document ${status}`);
+    }
+    const responses = (path: string) => Object.keys(doc.paths[API + path].post.responses);
+    for (const action of ['accept', 'decline']) assert.ok(responses(`/my-invitations/{uuid}/${action}`).includes('403'), `${action}: 403 email_unverified`);
+    assert.ok(responses('/complete-onboarding').includes('404'), 'complete-onboarding: 404 unknown organization');
+  });
+
+  test('the documented framework statuses are what the server answers, in the contract shape', async () => {
+    const check = (res: { status: number; body: any }, status: number, code: string) => {
+      assert.equal(res.status, status, JSON.stringify(res.body));
+      assert.deepEqual(Object.keys(res.body).sort(), ['code', 'message', 'status']);
+      assert.equal(res.body.code, code);
+    };
+    check(await server.api('POST', '/sign-in', { rawBody: '{"email":' }), 400, 'malformed_json');
+    check(await server.api('POST', '/sign-in', { rawBody: 'email=a', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type');
+    check(await server.api('POST', '/sign-in', { rawBody: JSON.stringify({ email: 'x'.repeat(2_000_000) }) }), 413, 'payload_too_large');
+    const badKey = await server.api('POST', '/sign-in', { body: { email: 'a@example.test', password: 'whatever-long' }, headers: { 'idempotency-key': 'has space' } });
+    assert.deepEqual([badKey.status, badKey.body.code], [422, 'invalid_idempotency_key']);
+  });
+
   test('/docs is a swagger-ui page served from this server', async () => {
     const page = await server.request('GET', '/docs');
     assert.equal(page.status, 200);

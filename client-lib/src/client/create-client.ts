@@ -12,7 +12,20 @@ import type { WebSocketConstructor } from '../platform/websocket.ts';
 import { openLocalDb, type LocalDb } from '../storage/local-db.ts';
 import { deleteMeta, getMeta, type StoredSession } from '../storage/meta.ts';
 import { clearFeed } from '../storage/feed-store.ts';
-import { clearOutbox, dismissRejections, listRejections, overlayEntries, pendingCount, receiptRows, type Rejection } from '../storage/outbox.ts';
+import {
+  clearOutbox,
+  dismissFailures,
+  dismissRejections,
+  failureCount,
+  listFailures,
+  listRejections,
+  overlayEntries,
+  pendingCount,
+  receiptRows,
+  requeueFailures,
+  type Failure,
+  type Rejection,
+} from '../storage/outbox.ts';
 import { clearDrafts, unconfirmedDrafts } from '../storage/draft-store.ts';
 import { byVisitTime, readNotifications, readPatients, readVisits, type Patient, type Visit, type VisitSelection } from '../model/views.ts';
 import type { BackoffOptions } from '../sync/backoff.ts';
@@ -124,7 +137,8 @@ function buildClient(db: LocalDb, engine: SyncEngine, rest: RestClient, options:
     const known = await getMeta(db, 'user_id');
     if (user && known !== null && known !== user.uuid) {
       // The device holds another clinician's data: never upload their writes as this user.
-      const pending = await pendingCount(db);
+      // Parked failures are writes the server never applied: kept like pending ones.
+      const pending = (await pendingCount(db)) + (await failureCount(db));
       const drafts = (await unconfirmedDrafts(db)).length;
       if (pending > 0 || drafts > 0) throw new OutboxNotEmptyError(pending, drafts);
       await clearUserData();
@@ -155,7 +169,7 @@ function buildClient(db: LocalDb, engine: SyncEngine, rest: RestClient, options:
     },
 
     async signOut(opts = {}) {
-      const pending = await pendingCount(db);
+      const pending = (await pendingCount(db)) + (await failureCount(db));
       const drafts = (await unconfirmedDrafts(db)).length;
       if ((pending > 0 || drafts > 0) && !opts.force) throw new OutboxNotEmptyError(pending, drafts);
       const token = engine.currentSession?.token;
@@ -287,6 +301,20 @@ function buildClient(db: LocalDb, engine: SyncEngine, rest: RestClient, options:
       list: () => listRejections(db),
       dismiss: (ids) => dismissRejections(db, ids),
       on: (listener: (r: Rejection) => void) => engine.events.on('rejection', listener),
+    },
+
+    failures: {
+      list: () => listFailures(db),
+      async retry(ids) {
+        const queued = await requeueFailures(db, ids);
+        await engine.written();
+        return queued;
+      },
+      async dismiss(ids) {
+        await dismissFailures(db, ids);
+        await engine.written();
+      },
+      on: (listener: (f: Failure) => void) => engine.events.on('failure', listener),
     },
 
     on,

@@ -8,7 +8,7 @@ import { FieldchartClientError, type FieldErrors } from '../rest/errors.ts';
 export class OutboxNotEmptyError extends FieldchartClientError {
   override readonly name = 'OutboxNotEmptyError';
   readonly code = 'outbox_not_empty';
-  /** Outbox entries the server has not acknowledged. */
+  /** Outbox entries the server has not acknowledged, and writes it parked as failed. */
   readonly pending: number;
   /** Drafts with edits the server is not known to have. */
   readonly unsyncedDrafts: number;

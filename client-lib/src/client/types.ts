@@ -5,7 +5,7 @@ import type { FetchLike, RestClient, SignInBody, SignInResult } from '../rest/in
 import type { WebSocketConstructor } from '../platform/websocket.ts';
 import type { DeviceNotification, Patient, Visit } from '../model/views.ts';
 import type { DayPlan, PlanDayOptions } from '../model/plan-day.ts';
-import type { Rejection } from '../storage/outbox.ts';
+import type { Failure, Rejection } from '../storage/outbox.ts';
 import type { BackoffOptions } from '../sync/backoff.ts';
 import type { SoapSection } from '../sync/drafts.ts';
 import type { SyncEvents } from '../sync/sync-engine.ts';
@@ -165,6 +165,18 @@ export interface FieldchartClient {
     list(): Promise<Rejection[]>;
     dismiss(mutationIds?: readonly number[]): Promise<void>;
     on(listener: (rejection: Rejection) => void): () => void;
+  };
+
+  /**
+   * Writes the server parked after repeated unexpected errors on its side (`failed`): out of
+   * the queue (the writes after them went on), not applied, kept here with their arguments.
+   * `retry` queues them again at the end of the outbox (new mutation ids); `dismiss` drops them.
+   */
+  readonly failures: {
+    list(): Promise<Failure[]>;
+    retry(mutationIds?: readonly number[]): Promise<number[]>;
+    dismiss(mutationIds?: readonly number[]): Promise<void>;
+    on(listener: (failure: Failure) => void): () => void;
   };
 
   /** Same as `sync.on`. */

@@ -5,7 +5,7 @@
  * model/overlay.ts).
  */
 import { TIMER_EVENT_TYPES } from '@fieldchart/schema/api';
-import { MUTATION_ARGS, type MutationArgs, type MutationName } from '@fieldchart/schema/sync';
+import { MAX_MUTATION_BYTES, MUTATION_ARGS, type MutationArgs, type MutationName } from '@fieldchart/schema/sync';
 import type { LocalDb } from '../storage/local-db.ts';
 import { appendToOutbox } from '../storage/outbox.ts';
 import type { Visit } from '../model/views.ts';
@@ -21,6 +21,11 @@ export function checkArgs<N extends MutationName>(name: N, args: MutationArgs<N>
       (fieldErrors[key] ??= []).push(issue.message);
     }
     throw new InvalidWriteError(`Invalid ${name}: ${Object.keys(fieldErrors).join(', ')}`, fieldErrors);
+  }
+  // The server refuses a bigger mutation (and a frame over its limit closes the socket): it
+  // could never be sent, so it is not queued.
+  if (new TextEncoder().encode(JSON.stringify(parsed.data)).length > MAX_MUTATION_BYTES) {
+    throw new InvalidWriteError(`Invalid ${name}: larger than ${MAX_MUTATION_BYTES} bytes`, { '(args)': ['too large'] }, 'payload_too_large');
   }
   return parsed.data as Record<string, unknown>;
 }

@@ -9,6 +9,9 @@
  * - `outbox`: every local write, in order. `pending` entries wait for the server; `acked`
  *   ones stay (as the optimistic overlay) until the feed has brought the server's rows.
  * - `rejections`: what the server refused, for the app to show.
+ * - `failures`: writes the server parked after repeated unexpected errors (answer `failed`):
+ *   out of the queue (it moves on), kept with their arguments until the app retries
+ *   (a new mutation id at the end of the queue) or dismisses them.
  * - `visit_receipts`: when the server last acknowledged a write about a visit.
  * - `draft_updates` / `drafts`: the Yjs updates of each SOAP draft, and how far the server
  *   is known to have them.
@@ -68,5 +71,19 @@ export const MIGRATIONS: readonly string[] = [
   create table drafts (doc text primary key, local_seq bigint not null default 0, confirmed_seq bigint not null default 0);
   create table draft_updates (id bigserial primary key, doc text not null, "update" bytea not null);
   create index draft_updates_doc on draft_updates (doc, id);
+  `,
+  `
+  create table failures (
+    mutation_id bigint primary key,
+    name text not null,
+    args jsonb not null,
+    local jsonb not null default '{}',
+    client_time text not null,
+    schedule_uuid text,
+    code text not null,
+    message text not null,
+    attempts integer not null,
+    failed_at text not null
+  );
   `,
 ];

@@ -36,6 +36,23 @@ export interface Rejection {
   readonly rejectedAt: string;
 }
 
+/**
+ * A write the server parked after it failed there on unexpected errors a few times (the
+ * server's `failed` answer): not applied, out of the queue so the writes behind it go on, and
+ * kept here — arguments included — until the app retries or dismisses it.
+ */
+export interface Failure {
+  readonly mutationId: number;
+  readonly name: MutationName;
+  readonly args: Record<string, unknown>;
+  readonly scheduleUuid: string | null;
+  readonly code: string;
+  readonly message: string;
+  /** How many times the server tried it. */
+  readonly attempts: number;
+  readonly failedAt: string;
+}
+
 const COLUMNS = 'mutation_id, name, args, local, client_time, schedule_uuid, state, attempts, last_error';
 
 /** Appends a write; call inside the transaction that makes the write. Answers its mutation id. */
@@ -154,6 +171,77 @@ export async function dismissRejections(db: Queryable, mutationIds?: readonly nu
   else await db.query('delete from rejections');
 }
 
+/**
+ * Moves a parked entry (`failed`) from the outbox to `failures`, in one transaction: its
+ * optimistic change is no longer shown (the server did not apply it), its arguments are kept.
+ * Null if the entry is gone already.
+ */
+export async function parkEntry(db: LocalDb, r: { mutation_id: number; code: string; message: string; attempts: number }, at: string): Promise<Failure | null> {
+  return db.transaction(async (tx) => {
+    const [entry] = await tx.query<OutboxEntry>(`delete from outbox where mutation_id = $1 returning ${COLUMNS}`, [r.mutation_id]);
+    if (!entry) return null;
+    await tx.query(
+      `insert into failures (mutation_id, name, args, local, client_time, schedule_uuid, code, message, attempts, failed_at)
+       values ($1, $2, $3::jsonb, $4::jsonb, $5, $6, $7, $8, $9, $10) on conflict (mutation_id) do nothing`,
+      [entry.mutation_id, entry.name, JSON.stringify(entry.args), JSON.stringify(entry.local), entry.client_time, entry.schedule_uuid, r.code, r.message, r.attempts, at],
+    );
+    return { mutationId: entry.mutation_id, name: entry.name, args: entry.args, scheduleUuid: entry.schedule_uuid, code: r.code, message: r.message, attempts: r.attempts, failedAt: at };
+  });
+}
+
+export async function listFailures(db: Queryable): Promise<Failure[]> {
+  const rows = await db.query<{
+    mutation_id: number;
+    name: MutationName;
+    args: Record<string, unknown>;
+    schedule_uuid: string | null;
+    code: string;
+    message: string;
+    attempts: number;
+    failed_at: string;
+  }>('select * from failures order by mutation_id');
+  return rows.map((r) => ({
+    mutationId: r.mutation_id,
+    name: r.name,
+    args: r.args,
+    scheduleUuid: r.schedule_uuid,
+    code: r.code,
+    message: r.message,
+    attempts: r.attempts,
+    failedAt: r.failed_at,
+  }));
+}
+
+export async function failureCount(db: Queryable): Promise<number> {
+  const rows = await db.query<{ n: number }>('select count(*)::int as n from failures');
+  return rows[0]?.n ?? 0;
+}
+
+/**
+ * Puts parked writes back at the end of the queue, in their order, under new mutation ids:
+ * the server has processed their old ids (it answers them `failed` again), a new id is a new
+ * attempt. Answers the new ids.
+ */
+export async function requeueFailures(db: LocalDb, mutationIds?: readonly number[]): Promise<number[]> {
+  return db.transaction(async (tx) => {
+    const rows = await tx.query<{ mutation_id: number; name: MutationName; args: Record<string, unknown>; local: Record<string, unknown>; client_time: string; schedule_uuid: string | null }>(
+      `delete from failures where $1::bigint[] is null or mutation_id = any($1::bigint[]) returning mutation_id, name, args, local, client_time, schedule_uuid`,
+      [mutationIds ?? null],
+    );
+    rows.sort((a, b) => a.mutation_id - b.mutation_id);
+    const ids: number[] = [];
+    for (const r of rows) {
+      ids.push(await appendToOutbox(tx, { name: r.name, args: r.args, local: r.local, scheduleUuid: r.schedule_uuid, clientTime: r.client_time }));
+    }
+    return ids;
+  });
+}
+
+export async function dismissFailures(db: Queryable, mutationIds?: readonly number[]): Promise<void> {
+  if (mutationIds) await db.query('delete from failures where mutation_id = any($1::bigint[])', [mutationIds]);
+  else await db.query('delete from failures');
+}
+
 /** Notes a `retry` (or another transient failure) against the head entry. */
 export async function recordAttempt(db: Queryable, mutationId: number, error: string): Promise<void> {
   await db.query('update outbox set attempts = attempts + 1, last_error = $2 where mutation_id = $1', [mutationId, error]);
@@ -208,5 +296,6 @@ export async function receiptRows(db: Queryable, scheduleUuids: readonly string[
 export async function clearOutbox(tx: Queryable): Promise<void> {
   await tx.query('delete from outbox');
   await tx.query('delete from rejections');
+  await tx.query('delete from failures');
   await tx.query('delete from visit_receipts');
 }

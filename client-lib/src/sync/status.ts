@@ -26,6 +26,11 @@ export interface SyncStatus {
   readonly current: boolean;
   /** Outbox entries the server has not acknowledged. */
   readonly pending: number;
+  /**
+   * Writes the server parked after repeated unexpected errors (`failures.list()`): kept on the
+   * device, out of the queue, waiting for the app to retry or dismiss them.
+   */
+  readonly failed: number;
   /** Server time of the last `synced` (kept across restarts), null before the first. */
   readonly lastSyncedAt: string | null;
   readonly lastError: SyncError | null;
@@ -44,6 +49,7 @@ export const INITIAL_STATUS: SyncStatus = {
   downloading: false,
   current: false,
   pending: 0,
+  failed: 0,
   lastSyncedAt: null,
   lastError: null,
   halted: null,

@@ -26,6 +26,9 @@ import {
   reconcileOnWelcome,
   recordAttempt,
   rejectEntry,
+  parkEntry,
+  failureCount,
+  type Failure,
   settleAcked,
   type Rejection,
 } from '../storage/outbox.ts';
@@ -42,12 +45,16 @@ export const MAX_IN_FLIGHT = 100;
  * instead (`POST /sync/mutations`): a network that passes HTTP but not websockets.
  */
 export const HTTP_FALLBACK_AFTER = 2;
+/** Bytes of mutations per `POST /sync/mutations` (the route takes up to MAX_MUTATION_BYTES + 1 MiB). */
+const HTTP_BATCH_BYTES = 1024 * 1024;
 
 export interface SyncEvents extends Record<string, unknown> {
   status: SyncStatus;
   /** Local data changed (feed unit applied, write acknowledged or rolled back): re-read. */
   change: { readonly reason: 'feed' | 'ack' | 'reject' | 'write' | 'reset' };
   rejection: Rejection;
+  /** The server parked a write after repeated unexpected errors: kept, out of the queue. */
+  failure: Failure;
   /** The server acknowledged a mutation. */
   ack: { readonly mutationId: number; readonly name: string; readonly scheduleUuid: string | null; readonly result: unknown };
 }
@@ -123,6 +130,7 @@ export class SyncEngine {
     this.setStatus({
       signedIn: this.session !== null,
       pending: await pendingCount(this.opts.db),
+      failed: await failureCount(this.opts.db),
       lastSyncedAt: await getMeta(this.opts.db, 'last_synced_at'),
       halted: this.session ? null : 'signed_out',
     });
@@ -150,7 +158,7 @@ export class SyncEngine {
 
   /** A local write was made: show it and upload it. */
   async written(): Promise<void> {
-    this.setStatus({ pending: await pendingCount(this.opts.db) });
+    this.setStatus({ pending: await pendingCount(this.opts.db), failed: await failureCount(this.opts.db) });
     this.events.emit('change', { reason: 'write' });
     void this.pump();
     void this.uploadOverHttp();
@@ -422,6 +430,19 @@ export class SyncEngine {
         this.resolveWaiters();
         return;
       }
+      case 'failed': {
+        this.inflight.delete(m.mutation_id);
+        const failure = await parkEntry(db, m, new Date().toISOString());
+        this.setStatus({ pending: await pendingCount(db), failed: await failureCount(db), uploading: this.inflight.size > 0 });
+        if (failure) {
+          this.fail('failed', `${failure.name} (mutation ${failure.mutationId}): ${failure.code}`);
+          this.events.emit('failure', failure);
+          this.events.emit('change', { reason: 'reject' });
+        }
+        void this.pump();
+        this.resolveWaiters();
+        return;
+      }
       case 'retry': {
         if (!this.inflight.has(m.mutation_id)) return;
         await recordAttempt(db, m.mutation_id, `retry after ${m.after_ms} ms`);
@@ -512,6 +533,7 @@ export class SyncEngine {
       for (;;) {
         if (this.welcomed || !this.running || !this.session) return;
         const mutations: { mutation_id: number; name: MutationName; args: Record<string, unknown>; client_time: string }[] = [];
+        let bytes = 0;
         for (const e of await pendingEntries(db, 0, MAX_IN_FLIGHT)) {
           let args = e.args;
           if (e.name === 'note.submit' && typeof e.args.schedule_uuid === 'string') {
@@ -519,6 +541,9 @@ export class SyncEngine {
             if (ready.kind === 'wait') break;
             if (ready.kind === 'sections') args = { ...ready.sections, ...e.args };
           }
+          // One request stays under the route's body limit: a batch is cut before it would pass it.
+          bytes += new TextEncoder().encode(JSON.stringify(args)).length + 200;
+          if (mutations.length > 0 && bytes > HTTP_BATCH_BYTES) break;
           mutations.push({ mutation_id: e.mutation_id, name: e.name as MutationName, args, client_time: e.client_time });
         }
         if (mutations.length === 0) return;
@@ -535,13 +560,19 @@ export class SyncEngine {
               this.fail('rejected', `${rejection.name} (mutation ${rejection.mutationId}): ${rejection.code}`);
               this.events.emit('rejection', rejection);
             }
+          } else if (r.type === 'failed') {
+            const failure = await parkEntry(db, r, new Date().toISOString());
+            if (failure) {
+              this.fail('failed', `${failure.name} (mutation ${failure.mutationId}): ${failure.code}`);
+              this.events.emit('failure', failure);
+            }
           } else {
             await recordAttempt(db, r.mutation_id, `retry after ${r.after_ms} ms`);
             retry = true;
             break;
           }
         }
-        this.setStatus({ pending: await pendingCount(db), uploading: false });
+        this.setStatus({ pending: await pendingCount(db), failed: await failureCount(db), uploading: false });
         this.events.emit('change', { reason: 'ack' });
         this.resolveWaiters();
         if (retry) return;

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { email, isoDateTime, name, otp, password } from './common.ts';
+import { email, isoDateTime, name, optionalText, otp, password, safeString, text } from './common.ts';
 
 export const SUBSCRIPTION_STATUSES = ['trial', 'active', 'expired', 'org_managed'] as const;
 export const subscriptionStatus = z.enum(SUBSCRIPTION_STATUSES);
@@ -41,7 +41,7 @@ const tokenPair = {
   expires_in: z.number().int().describe('Access token lifetime in seconds'),
 };
 
-export const signInBody = z.object({ email: z.string().trim().min(1, 'is required').max(254), password: z.string().min(1, 'is required').max(1024) });
+export const signInBody = z.object({ email: text(254).min(1, 'is required'), password: safeString(1024).min(1, 'is required') });
 export const signInResult = z.object({
   ...tokenPair,
   loginData,
@@ -52,7 +52,7 @@ export const signInResult = z.object({
 export const socialProvider = z.enum(['google', 'apple']);
 export const socialBody = z.object({
   provider: socialProvider,
-  id_token: z.string().min(1, 'is required').max(8192),
+  id_token: safeString(8192).min(1, 'is required'),
   email,
   first_name: name(),
   last_name: name(),
@@ -64,7 +64,7 @@ export const registerBody = z
     last_name: name(),
     email,
     password,
-    password_confirmation: z.string().max(1024),
+    password_confirmation: safeString(1024),
   })
   .refine((b) => b.password === b.password_confirmation, {
     path: ['password_confirmation'],
@@ -75,23 +75,28 @@ export const registerResult = z.object({ ...tokenPair, user: userProfile, needs_
 
 export const sendOtpBody = z.object({ email });
 export const sendOtpResult = z.object({ token: z.string().describe('Reset-flow token for /forgot-password/verify-otp') });
-export const verifyOtpBody = z.object({ token: z.string().min(1, 'is required').max(200), otp });
+export const verifyOtpBody = z.object({ token: safeString(200).min(1, 'is required'), otp });
 export const verifyOtpResult = z.object({ reset_token: z.string() });
 export const resetPasswordBody = z
-  .object({ token: z.string().min(1, 'is required').max(200), password, password_confirmation: z.string().max(1024) })
+  .object({ token: safeString(200).min(1, 'is required'), password, password_confirmation: safeString(1024) })
   .refine((b) => b.password === b.password_confirmation, {
     path: ['password_confirmation'],
     message: 'does not match password',
   });
 
-export const refreshBody = z.object({ refresh_token: z.string().min(1, 'is required').max(200) });
+/**
+ * Any string that is not a current refresh token is a 401 (an access token sent by mistake, a
+ * truncated or padded one), so the body checks only presence; the request's body limit bounds
+ * it and the service refuses anything longer than a refresh token can be before hashing it.
+ */
+export const refreshBody = z.object({ refresh_token: z.string().min(1, 'is required') });
 export const refreshResult = z.object(tokenPair);
 
 export const changePasswordBody = z
   .object({
-    current_password: z.string().min(1, 'is required').max(1024),
+    current_password: safeString(1024).min(1, 'is required'),
     new_password: password,
-    new_password_confirmation: z.string().max(1024),
+    new_password_confirmation: safeString(1024),
   })
   .refine((b) => b.new_password === b.new_password_confirmation, {
     path: ['new_password_confirmation'],
@@ -99,12 +104,10 @@ export const changePasswordBody = z
   });
 
 export const deleteAccountBody = z.object({
-  password: z.string().min(1, 'is required').max(1024).optional().describe('Required for accounts with a password'),
+  password: safeString(1024).min(1, 'is required').optional().describe('Required for accounts with a password'),
   provider: socialProvider.optional().describe('Accounts without a password (social sign-in only) confirm with a fresh ID token'),
-  id_token: z.string().min(1).max(8192).optional(),
+  id_token: safeString(8192).min(1).optional(),
 });
-
-const optionalText = (max: number) => z.string().trim().max(max).nullable().optional();
 
 export const updateBasicInfoBody = z.object({
   first_name: name().optional(),
@@ -116,10 +119,8 @@ export const updateBasicInfoBody = z.object({
 
 export const completeOnboardingBody = z.object({
   discipline,
-  license_number: z.string().trim().max(64).optional(),
-  license_state: z
-    .string()
-    .trim()
+  license_number: text(64).optional(),
+  license_state: text(2)
     .regex(/^[A-Za-z]{2}$/, 'must be a two-letter state code')
     .transform((v) => v.toUpperCase())
     .optional(),

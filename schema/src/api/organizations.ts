@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { email, isoDateTime, name, otp, password } from './common.ts';
+import { email, isoDateTime, name, optionalText, otp, password, safeString, text } from './common.ts';
 
 /** Organization types (spec: Organization). The database check constraint lists the same five. */
 export const ORGANIZATION_TYPES = ['staffing_company', 'home_health_agency', 'clinic', 'private_practice', 'hospital'] as const;
@@ -35,8 +35,6 @@ export type TerminologyKey = (typeof TERMINOLOGY_KEYS)[number];
 export const ORGANIZATION_STATUSES = ['requested', 'unclaimed', 'active'] as const;
 export const INVITATION_STATUSES = ['pending', 'accepted', 'declined', 'revoked', 'expired'] as const;
 export const JOIN_REQUEST_STATUSES = ['pending', 'approved', 'rejected'] as const;
-
-const optionalText = (max: number) => z.string().trim().max(max).nullable().optional();
 
 // ---- records ----------------------------------------------------------------------------
 
@@ -122,7 +120,7 @@ export type InvitationRecord = z.infer<typeof invitation>;
 // ---- request bodies ---------------------------------------------------------------------
 
 export const organizationSearchQuery = z.object({
-  search: z.string().trim().max(200).optional().describe('Case-insensitive match anywhere in the name'),
+  search: text(200).optional().describe('Case-insensitive match anywhere in the name'),
 });
 
 export const organizationRequestBody = z.object({
@@ -155,7 +153,7 @@ function keyedMap<K extends string, V>(opts: {
   description: string;
 }) {
   return z
-    .record(z.string(), z.unknown())
+    .record(safeString(100), z.unknown())
     .superRefine((map, ctx) => {
       for (const [k, v] of Object.entries(map)) {
         if (!(opts.keys as readonly string[]).includes(k)) ctx.addIssue({ code: 'custom', path: [k], message: opts.keyMessage });
@@ -184,7 +182,7 @@ export const organizationConfigBody = z.object({
   features: featurePatch(FEATURE_KEYS, `is not a feature key (known: ${FEATURE_KEYS.join(', ')})`).optional(),
   terminology: keyedMap<TerminologyKey, string | null>({
     keys: TERMINOLOGY_KEYS,
-    value: z.string().trim().min(1).max(60).nullable(),
+    value: text(60).min(1).nullable(),
     valueMessage: 'must be a display string of 1 to 60 characters, or null',
     keyMessage: `is not a terminology key (known: ${TERMINOLOGY_KEYS.join(', ')})`,
     jsonValue: { type: ['string', 'null'], minLength: 1, maxLength: 60 },
@@ -213,18 +211,18 @@ export const inviteOrganizationBody = z.object({
   contact_email: email,
   organization_type: organizationType.optional(),
   contact_name: name().optional(),
-  message: z.string().trim().max(2000).optional(),
+  message: text(2000).optional(),
 });
 
 export const claimPreview = z
   .object({ organization_name: z.string(), inviter_first_name: z.string(), expired: z.boolean() })
   .meta({ id: 'ClaimPreview' });
 
-export const claimBody = z.object({ token: z.string().trim().min(1, 'is required').max(200) });
+export const claimBody = z.object({ token: text(200).min(1, 'is required') });
 
 // ---- invitation-based account creation --------------------------------------------------
 
-const invitationToken = z.string().trim().min(1, 'is required').max(200).describe('The invitation token from the emailed link');
+const invitationToken = text(200).min(1, 'is required').describe('The invitation token from the emailed link');
 
 export const acceptInvitationBody = z.object({ token: invitationToken });
 export const acceptInvitationResult = z.object({ email: z.string(), organization_name: z.string() });
@@ -237,9 +235,9 @@ export const inviteOtpVerifyResult = z.object({
 export const setNewPasswordBody = z
   .object({
     token: invitationToken,
-    id: z.string().trim().min(1, 'is required').max(200),
+    id: text(200).min(1, 'is required'),
     password,
-    password_confirmation: z.string().max(1024),
+    password_confirmation: safeString(1024),
     first_name: name().optional().describe('Defaults to the name the admin gave in the invitation'),
     last_name: name().optional(),
   })

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { isoDate, isoDateTime } from './common.ts';
+import { clinicalYear, isoDate, isoDateTime, optionalText, pathId, text } from './common.ts';
 
 /*
  * Records the spec leaves "not shown", decided for the app developer: complete, consistent,
@@ -7,25 +7,18 @@ import { isoDate, isoDateTime } from './common.ts';
  * single value and `[]` for an absent list.
  */
 
-const text = (max: number) => z.string().trim().max(max);
-const optionalText = (max: number) => text(max).nullable().optional();
-
 /** ICD-10-CM code, e.g. M17.11 or R26.81. */
-export const icd10Code = z
-  .string()
-  .trim()
+export const icd10Code = text(16)
   .toUpperCase()
   .regex(/^[A-Z][0-9][0-9A-Z](\.[0-9A-Z]{1,4})?$/, 'must be an ICD-10 code such as M17.11');
 
 /** Ordered frequency such as `2w4` (2 visits a week for 4 weeks) or `1w1, 2w3`. */
-export const orderedFrequency = z
-  .string()
-  .trim()
+export const orderedFrequency = text(200)
   .toLowerCase()
   .regex(/^\d{1,2}w\d{1,2}(\s*,\s*\d{1,2}w\d{1,2})*$/, 'must look like 2w4 (visits per week × weeks), comma-separated');
 
 export const referralInput = z.object({
-  discipline: z.string().trim().min(1).max(10).optional(),
+  discipline: text(10).min(1).optional(),
   diagnosis_codes: z.array(icd10Code).max(25).optional(),
   referral_source: optionalText(200),
   start_of_care: isoDate.nullable().optional(),
@@ -35,7 +28,7 @@ export const referralInput = z.object({
 export const patientCreateBody = z.object({
   first_name: text(100).min(1, 'is required'),
   last_name: text(100).min(1, 'is required'),
-  email: z.string().trim().max(254).pipe(z.email('must be a valid email address')).nullable().optional(),
+  email: text(254).pipe(z.email('must be a valid email address')).nullable().optional(),
   phone: optionalText(40),
   address: optionalText(500),
   referral: referralInput.optional().describe('Details of the referral opened with the patient'),
@@ -49,7 +42,7 @@ export const patientUpdateBody = patientCreateBody.omit({ referral: true }).part
 export const patientListQuery = z.object({
   page: z.coerce.number().int().min(1).default(1),
   per_page: z.coerce.number().int().min(1).max(100).default(20),
-  search_by_name: z.string().trim().max(100).optional(),
+  search_by_name: text(100).optional(),
 });
 
 export const referral = z
@@ -98,20 +91,43 @@ export const patient = z
   })
   .meta({ id: 'Patient' });
 
+const vital = (description: string) => z.number().optional().describe(description);
+
+/**
+ * Vital signs as stored and answered: the known vitals under their canonical names and units
+ * (normalised from the aliases devices send), `unreadable` holding values sent under a known
+ * alias that could not be read, and any other member kept as the device sent it.
+ */
 export const vitalSigns = z
   .object({
-    systolic_bp: z.number().int().min(40).max(300).optional(),
-    diastolic_bp: z.number().int().min(20).max(200).optional(),
-    heart_rate: z.number().int().min(20).max(250).optional(),
-    respiratory_rate: z.number().int().min(4).max(80).optional(),
-    temperature_f: z.number().min(85).max(110).optional(),
-    oxygen_saturation: z.number().int().min(50).max(100).optional(),
-    pain_level: z.number().int().min(0).max(10).optional(),
-    blood_glucose: z.number().int().min(20).max(800).optional(),
-    weight_lb: z.number().min(1).max(1000).optional(),
+    systolic_bp: vital('mmHg'),
+    diastolic_bp: vital('mmHg'),
+    heart_rate: vital('beats per minute'),
+    respiratory_rate: vital('breaths per minute'),
+    temperature_f: vital('°F'),
+    oxygen_saturation: vital('SpO₂ %'),
+    pain_level: vital('0–10'),
+    blood_glucose: vital('mg/dL'),
+    weight_lb: vital('pounds'),
+    unreadable: z.record(z.string(), z.unknown()).optional().describe('Values sent under a known name that could not be read, as sent'),
   })
-  .strict()
-  .meta({ id: 'VitalSigns', description: 'Values outside these bounds are impossible (422); plausible but abnormal values are flagged.' });
+  .catchall(z.unknown())
+  .meta({ id: 'VitalSigns', description: 'Normalised vital signs; members the server does not know are kept as sent.' });
+
+/**
+ * Vital signs as a device sends them: any JSON object. Aliases are accepted and normalised
+ * (`bp: "120/80"`, `pulse`/`hr`, `spo2`/`o2_sat`, `temp` in °F or °C, `resp`/`rr`, `pain`,
+ * `weight` in lb or kg, `glucose` in mg/dL or mmol/L); values outside the normal range are
+ * flagged, never refused (README: "Vital signs").
+ */
+export const vitalSignsInput = z
+  .unknown()
+  .meta({
+    type: 'object',
+    additionalProperties: true,
+    description:
+      'Any JSON object of vital signs; known names and common aliases are normalised, the rest kept as sent (at most 50 members, 16 KiB, depth 3; what does not fit is dropped and the note flagged for review). Never the reason a note is refused.',
+  });
 
 export const documentRecord = z
   .object({
@@ -144,7 +160,7 @@ export const chartDetail = z
 
 export const scheduledVisitsBody = z.object({
   filter_month: z.string().regex(/^(0[1-9]|1[0-2])$/, 'must be 01–12').optional(),
-  filter_year: z.string().regex(/^\d{4}$/, 'must be YYYY').optional(),
+  filter_year: clinicalYear.optional(),
 });
 
 export const scheduledVisit = visitBrief
@@ -165,8 +181,8 @@ export const patientCreated = z
   .meta({ id: 'PatientCreated', description: 'The new patient and the referral opened with it' });
 
 /** Path uuids are plain strings: a malformed one names no record, so it is a 404 like a foreign one. */
-export const patientUuidParams = z.object({ uuid: z.string().max(64).meta({ format: 'uuid' }) });
-export const referralUuidParams = z.object({ referralUuid: z.string().max(64).meta({ format: 'uuid' }) });
+export const patientUuidParams = z.object({ uuid: pathId });
+export const referralUuidParams = z.object({ referralUuid: pathId });
 
 export const generalSummary = z
   .object({

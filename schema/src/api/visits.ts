@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { isoDate, isoDateTime } from './common.ts';
-import { vitalSigns } from './patients.ts';
+import { isoDate, isoDateTime, pathId, safeString, text, timestamp } from './common.ts';
+import { vitalSigns, vitalSignsInput } from './patients.ts';
 
 export const TIMER_EVENT_TYPES = ['start_travel', 'arrive', 'start_documentation', 'complete'] as const;
 export const VISIT_TYPES = ['evaluation', 'routine', 'reassessment', 'discharge', 'supervisory'] as const;
@@ -11,15 +11,15 @@ export const visitRequestBody = z.object({
   patient_uuid: z.uuid().optional(),
   visit_date: isoDate,
   start_time: hhmm,
-  notes: z.string().trim().max(5000).optional(),
-  address: z.string().trim().max(500).optional(),
+  notes: text(5000).optional(),
+  address: text(500).optional(),
   visit_type: z.enum(VISIT_TYPES).optional(),
   duration_minutes: z.number().int().min(5).max(480).optional(),
 });
 
 export const timerEventInput = z.object({
   event_type: z.enum(TIMER_EVENT_TYPES),
-  event_time: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' }),
+  event_time: timestamp,
   latitude: z.number().min(-90).max(90),
   longitude: z.number().min(-180).max(180),
   accuracy: z.number().min(0).max(100_000),
@@ -32,12 +32,12 @@ export const timerEventsBody = z.object({
 
 export const soapNoteBody = z.object({
   schedule_uuid: z.uuid(),
-  subjective: z.string().trim().min(1, 'is required').max(20_000),
-  objective: z.string().trim().min(1, 'is required').max(20_000),
-  assessment: z.string().trim().min(1, 'is required').max(20_000),
-  plan: z.string().trim().min(1, 'is required').max(20_000),
-  vital_signs: vitalSigns.optional(),
-  signature: z.string().max(2_000_000).optional().describe('Base64 PNG or JPEG'),
+  subjective: text(20_000).min(1, 'is required'),
+  objective: text(20_000).min(1, 'is required'),
+  assessment: text(20_000).min(1, 'is required'),
+  plan: text(20_000).min(1, 'is required'),
+  vital_signs: vitalSignsInput.optional(),
+  signature: safeString(2_000_000).optional().describe('Base64 PNG or JPEG'),
 });
 
 /**
@@ -55,7 +55,7 @@ export const mileageBody = z
     total_miles: miles,
     travel_miles: miles.optional(),
     onsite_miles: miles.optional(),
-    recorded_at: z.iso.datetime({ offset: true }).optional().describe('Device time of the entry; the later entry wins'),
+    recorded_at: timestamp.optional().describe('Device time of the entry; the later entry wins'),
   })
   .refine((m) => Math.round((m.travel_miles ?? 0) * 100) + Math.round((m.onsite_miles ?? 0) * 100) <= Math.round(m.total_miles * 100), {
     path: ['total_miles'],
@@ -76,8 +76,8 @@ export const fcmTokenBody = z.object({
 
 // Not z.uuid(): a malformed id must answer the service's visit_not_found 404, the same body as
 // an unknown or foreign visit (the patients params do the same).
-export const scheduleUuidParams = z.object({ scheduleUuid: z.string().max(64).meta({ format: 'uuid' }) });
-export const visitUuidParams = z.object({ uuid: z.string().max(64).meta({ format: 'uuid' }) });
+export const scheduleUuidParams = z.object({ scheduleUuid: pathId });
+export const visitUuidParams = z.object({ uuid: pathId });
 
 export const timerEvent = z
   .object({

@@ -15,6 +15,14 @@ export const syncClients = pgTable(
       .references(() => users.id, { onDelete: 'cascade' }),
     clientId: uuid('client_id').notNull(),
     lastMutationId: bigint('last_mutation_id', { mode: 'number' }).notNull().default(0),
+    /**
+     * The mutation after `last_mutation_id` that failed on an unexpected server error, and how
+     * many times in a row: after a few it is parked as failed (docs/sync-protocol.md) instead
+     * of holding the device's queue for ever. Mutations are processed in order, so a device has
+     * at most one such mutation at a time.
+     */
+    failingMutationId: bigint('failing_mutation_id', { mode: 'number' }),
+    failingAttempts: integer('failing_attempts').notNull().default(0),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -45,6 +53,8 @@ export const draftUpdates = pgTable(
 /**
  * The mutations the server refused, per device: a replay of one of them (its reject frame was
  * lost with the socket) is answered with the same reject, never taken for an applied write.
+ * A mutation parked after repeated unexpected failures is kept here too, with status 500 and
+ * code `mutation_failed`, and is answered `failed` again.
  * Holds the contract's error terms only (code, message, field messages) — no argument values.
  * Purged after 30 days by the hourly cleanup.
  */

@@ -58,6 +58,20 @@ export const mutationMessage = z
   })
   .strict();
 
+/**
+ * What the server accepts as a mutation frame before judging the mutation itself: a type and
+ * a valid id are enough to answer it. An unknown name (a newer app), invalid or oversized
+ * arguments, a bad `client_time` are that mutation's `reject`, never the socket's or the
+ * batch's failure (docs/sync-protocol.md, One mutation's failure is its own).
+ */
+export const incomingMutation = z
+  .object({ type: z.literal('mutation'), mutation_id: mutationId, name: z.unknown().optional(), args: z.unknown().optional(), client_time: z.unknown().optional() })
+  .loose();
+export type IncomingMutation = z.infer<typeof incomingMutation>;
+
+/** The largest mutation (its JSON) the server applies: a signature image (2 MB of base64) fits. */
+export const MAX_MUTATION_BYTES = 3 * 1024 * 1024;
+
 export const docOpenMessage = z.object({ type: z.literal('doc_open'), doc: docName }).strict();
 export const docCloseMessage = z.object({ type: z.literal('doc_close'), doc: docName }).strict();
 export const docMessage = z.object({ type: z.literal('doc'), doc: docName, message: base64 }).strict();
@@ -125,6 +139,21 @@ export const rejectMessage = z
 
 export const retryMessage = z.object({ type: z.literal('retry'), mutation_id: mutationId, after_ms: z.number().int().min(0) }).strict();
 
+/**
+ * A mutation parked after it failed on unexpected server errors a few times in a row: counted
+ * as processed (the queue behind it moves on), kept by the server and answered `failed` again
+ * on a replay; the device keeps it and shows it, never drops it silently.
+ */
+export const failedMessage = z
+  .object({
+    type: z.literal('failed'),
+    mutation_id: mutationId,
+    code: z.string().min(1),
+    message: z.string(),
+    attempts: z.number().int().min(1),
+  })
+  .strict();
+
 export const docErrorMessage = z
   .object({
     type: z.literal('doc_error'),
@@ -143,6 +172,7 @@ export const serverMessage = z.discriminatedUnion('type', [
   ackMessage,
   rejectMessage,
   retryMessage,
+  failedMessage,
   docMessage,
   docErrorMessage,
 ]);
@@ -154,7 +184,9 @@ export type ServerMessage = z.infer<typeof serverMessage>;
 export const restMutationsBody = z
   .object({
     client_id: uuid,
-    mutations: z.array(mutationMessage.omit({ type: true })).min(1).max(100),
+    // Each mutation is judged on its own (a reject in `results`); only an entry without a
+    // valid id cannot be answered, and fails the request.
+    mutations: z.array(incomingMutation.omit({ type: true })).min(1).max(100),
   })
   .strict()
   .meta({ id: 'SyncMutationsRequest' });
@@ -163,6 +195,6 @@ export const restMutationsResult = z
   .object({
     /** The device's last processed mutation id after this request. */
     last_mutation_id: z.number().int().min(0),
-    results: z.array(z.discriminatedUnion('type', [ackMessage, rejectMessage, retryMessage])),
+    results: z.array(z.discriminatedUnion('type', [ackMessage, rejectMessage, retryMessage, failedMessage])),
   })
   .meta({ id: 'SyncMutationsResult' });

@@ -1,12 +1,20 @@
-import { createHash, randomBytes } from 'node:crypto';
-import fs from 'node:fs/promises';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import path from 'node:path';
+import fsExt from 'fs-ext';
 
 /**
  * PGlite does not lock its directory, and a second process opening it silently loses
  * writes (shared/notes/pglite-facts.md). Whoever opens the embedded database — the server or
- * the CLI — first takes this lock file; the CLI reaches a running server through its admin
- * socket instead of opening the directory.
+ * the CLI — first takes this lock; the CLI reaches a running server through its admin socket
+ * instead of opening the directory.
+ *
+ * The lock is an flock(2) on the lock file, held through an open descriptor for the life of
+ * the holder. The kernel drops it when the holder's descriptors close — on exit, on `kill -9`,
+ * before the process is even reaped — so a dead holder never blocks a restart: not while it
+ * is a zombie, and not when a container restart hands the new server the dead one's pid (a
+ * pid check refused both). The file's content (pid, owner, admin socket) only tells others
+ * who holds it; it never decides whether it is held.
  */
 export interface LockInfo {
   readonly pid: number;
@@ -29,21 +37,24 @@ export class DataDirBusy extends Error {
 
 export const lockFileOf = (dataDir: string) => path.join(dataDir, 'fieldchart.lock');
 
-function alive(pid: number): boolean {
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Takes the flock without waiting: true if taken, false if someone else holds it. */
+function tryFlock(fd: number, mode: 'exnb' | 'shnb'): boolean {
   try {
-    process.kill(pid, 0);
+    fsExt.flockSync(fd, mode);
     return true;
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EAGAIN' || code === 'EWOULDBLOCK') return false;
+    throw err;
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The lock file's text, or null when there is none. */
-async function readRaw(file: string): Promise<string | null> {
+function openLockFile(file: string): number | null {
   try {
-    return await fs.readFile(file, 'utf8');
+    // libuv opens with O_CLOEXEC: child processes (ffmpeg, workers) never inherit the lock.
+    return fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
@@ -53,72 +64,58 @@ async function readRaw(file: string): Promise<string | null> {
 function parse(raw: string): LockInfo | null {
   try {
     const info = JSON.parse(raw) as LockInfo;
-    return typeof info.pid === 'number' ? info : null;
+    return typeof info.pid === 'number' && (info.owner === 'server' || info.owner === 'cli') ? info : null;
   } catch {
     return null;
   }
 }
 
-/** The live holder of the lock, or null when it is free or its holder died. */
-export async function readLock(dataDir: string): Promise<LockInfo | null> {
-  const raw = await readRaw(lockFileOf(dataDir)).catch(() => null);
-  const info = raw === null ? null : parse(raw);
-  return info && alive(info.pid) ? info : null;
-}
-
-/**
- * Creates the lock file with its whole content, or answers false when it exists. The content
- * is written to a private file first and hard-linked into place (atomic, and fails when the
- * name exists), so nobody ever reads a lock file that is still empty and takes it for stale.
- */
-async function createExclusive(file: string, content: string): Promise<boolean> {
-  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  await fs.writeFile(tmp, content, { mode: 0o600 });
-  try {
-    await fs.link(tmp, file);
-    return true;
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') return false;
-    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'ENOSYS') throw err;
-  } finally {
-    await fs.rm(tmp, { force: true });
-  }
-  // No hard links on this file system: an exclusive create, then the content.
-  try {
-    await fs.writeFile(file, content, { flag: 'wx', mode: 0o600 });
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw err;
-  }
-}
-
-/**
- * Removes a stale lock (its holder died) without ever removing a live one. Several processes
- * may find the same stale lock at once; a plain "read, see it is stale, delete" lets a slow one
- * delete the fresh lock a faster one has just written, and both go on to open the database.
- * So the removal is reserved: only the process that creates the takeover token named after
- * this exact stale content may delete it, and it deletes only while the file still holds that
- * content (which nobody else can remove or replace meanwhile).
- */
-async function removeStale(file: string, raw: string): Promise<void> {
-  const token = `${file}.takeover-${createHash('sha256').update(raw).digest('hex').slice(0, 16)}`;
-  try {
-    await fs.writeFile(token, String(process.pid), { flag: 'wx', mode: 0o600 });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    // Another process is taking over this stale lock. The step takes milliseconds; a token
-    // older than that belongs to a process that died in it, and is cleared.
-    const stat = await fs.stat(token).catch(() => null);
-    if (stat && Date.now() - stat.mtimeMs > 10_000) await fs.rm(token, { force: true });
+/** The held lock's content; the holder writes it right after locking, so briefly wait for it. */
+async function holderInfo(file: string): Promise<LockInfo> {
+  for (let i = 0; i < 20; i++) {
+    const info = parse(await fsp.readFile(file, 'utf8').catch(() => ''));
+    if (info) return info;
     await sleep(10);
-    return;
   }
+  // Held by a process that has not written (or cannot write) who it is: busy all the same.
+  return { pid: 0, owner: 'server', adminSocket: null, startedAt: new Date(0).toISOString() };
+}
+
+/**
+ * The live holder of the lock, or null when it is free. A probe with a shared lock: taken, so
+ * nobody holds the exclusive one. The probe lasts microseconds; `acquireLock` tolerates it.
+ */
+export async function readLock(dataDir: string): Promise<LockInfo | null> {
+  const file = lockFileOf(dataDir);
+  if (!fs.existsSync(file)) return null;
+  const fd = openLockFile(file);
+  if (fd === null) return null;
   try {
-    if ((await readRaw(file)) === raw) await fs.rm(file, { force: true });
+    if (tryFlock(fd, 'shnb')) return null;
   } finally {
-    await fs.rm(token, { force: true });
+    fs.closeSync(fd);
+  }
+  return holderInfo(file);
+}
+
+/**
+ * Locks the file at `file` exclusively, or answers null when another descriptor holds it. A
+ * lock taken on a file that a releasing holder unlinked meanwhile is worthless (the next
+ * opener creates a new file): the descriptor must still be the file at that name.
+ */
+function lockOnce(file: string): number | null {
+  const fd = openLockFile(file);
+  if (fd === null) return null;
+  let keep = false;
+  try {
+    if (!tryFlock(fd, 'exnb')) return null;
+    const held = fs.fstatSync(fd);
+    const named = fs.statSync(file, { throwIfNoEntry: false });
+    if (!named || named.ino !== held.ino || named.dev !== held.dev) return -1;
+    keep = true;
+    return fd;
+  } finally {
+    if (!keep) fs.closeSync(fd);
   }
 }
 
@@ -127,33 +124,44 @@ export async function acquireLock(
   info: Omit<LockInfo, 'pid' | 'startedAt'>,
   opts: { waitMs?: number } = {},
 ): Promise<DataDirLock> {
-  await fs.mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await fsp.mkdir(dataDir, { recursive: true, mode: 0o700 });
   // It holds the database, key files and the admin socket: owner only, even if it existed.
-  await fs.chmod(dataDir, 0o700);
+  await fsp.chmod(dataDir, 0o700);
   const file = lockFileOf(dataDir);
   const mine: LockInfo = { ...info, pid: process.pid, startedAt: new Date().toISOString() };
   const deadline = Date.now() + (opts.waitMs ?? 0);
+  // A `readLock` probe holds a shared lock for microseconds: a refusal is believed only
+  // after it repeats over a few milliseconds.
+  let refusals = 0;
   for (;;) {
-    if (await createExclusive(file, JSON.stringify(mine))) {
+    const fd = lockOnce(file);
+    if (fd === -1) continue; // locked a file released and unlinked meanwhile: again, on the new one
+    if (fd !== null) {
+      const content = JSON.stringify(mine);
+      fs.ftruncateSync(fd, 0);
+      fs.writeSync(fd, content, 0, 'utf8');
+      fs.fsyncSync(fd);
+      let released = false;
       return {
         file,
         async release() {
-          const current = await readLock(dataDir);
-          if (current?.pid === process.pid) await fs.rm(file, { force: true });
+          if (released) return;
+          released = true;
+          // Unlinked while still locked, then closed: a contender that opened the old file
+          // finds it unlinked and starts again on a new one.
+          await fsp.rm(file, { force: true });
+          fs.closeSync(fd);
         },
       };
     }
-    const raw = await readRaw(file);
-    if (raw === null) continue; // released in between: race for it again
-    const holder = parse(raw);
-    if (!holder || !alive(holder.pid)) {
-      // Stale: its holder died (kill -9, power loss). Remove it and race for it again.
-      await removeStale(file, raw);
+    if (++refusals < 5) {
+      await sleep(5);
       continue;
     }
-    if (holder.pid === process.pid) throw new DataDirBusy(holder);
+    const holder = await holderInfo(file);
     // A CLI command holds the directory briefly; wait for it. A server is not waited for.
     if (holder.owner === 'server' || Date.now() >= deadline) throw new DataDirBusy(holder);
+    refusals = 0;
     await sleep(100);
   }
 }

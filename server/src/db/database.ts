@@ -77,6 +77,18 @@ export function rowsOf<T>(result: unknown): T[] {
 }
 
 /** A unique-constraint violation from either driver (drizzle may wrap it in `cause`). */
+/**
+ * The SQLSTATE of a database error, looking through drizzle's wrapping (`cause`), or null.
+ * Only five-character codes count: Fastify's and Node's own codes look different.
+ */
+export function sqlState(err: unknown): string | null {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return null;
+}
+
 export function isUniqueViolation(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
     if ((e as { code?: unknown }).code === '23505') return true;

@@ -33,7 +33,7 @@ export const accountRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
   });
 
   app.post('/complete-onboarding', {
-    schema: { tags, summary: 'Record discipline and license; clears needs_onboarding', body: completeOnboardingBody, response: { 200: envelope(userProfile), ...errors(401, 422) } },
+    schema: { tags, summary: 'Record discipline and license; clears needs_onboarding', body: completeOnboardingBody, response: { 200: envelope(userProfile), ...errors(401, 404, 422) } },
     handler: async (req) => ok(await users.completeOnboarding(principalOf(req).userId, req.body), 'Onboarding complete'),
   });
 

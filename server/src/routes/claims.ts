@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { claimBody, claimPreview, envelope, inviteOrganizationBody, messageOnly } from '@fieldchart/schema/api';
+import { claimBody, claimPreview, envelope, inviteOrganizationBody, messageOnly, pathId } from '@fieldchart/schema/api';
 import { principalOf } from '../http/authentication.ts';
 import { done, errors, ok } from '../http/reply.ts';
 import type { Services } from '../services/index.ts';
@@ -21,7 +21,7 @@ export const claimRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
 
   app.get('/organizations/claim/:token', {
     config: { public: true },
-    schema: { tags, summary: 'Preview a claim link (no PHI)', params: z.object({ token: z.string().min(1).max(200) }), response: { 200: envelope(claimPreview), ...errors(404) } },
+    schema: { tags, summary: 'Preview a claim link (no PHI)', params: z.object({ token: pathId.describe('The token from the emailed claim link') }), response: { 200: envelope(claimPreview), ...errors(404) } },
     handler: async (req) => ok(await claims.preview(req.params.token)),
   });
 

@@ -51,7 +51,7 @@ export const invitationRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
   });
 
   app.post('/my-invitations/:uuid/accept', {
-    schema: { tags, summary: 'Accept an invitation: seats the caller', params: uuidParams, response: { 200: messageOnly, ...errors(401, 404, 422) } },
+    schema: { tags, summary: 'Accept an invitation: seats the caller', params: uuidParams, response: { 200: messageOnly, ...errors(401, 403, 404, 422) } },
     handler: async (req) => {
       const organizationName = await invitations.accept(principalOf(req), req.params.uuid);
       return done(`You joined ${organizationName}`);
@@ -59,7 +59,7 @@ export const invitationRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
   });
 
   app.post('/my-invitations/:uuid/decline', {
-    schema: { tags, summary: 'Decline an invitation', params: uuidParams, response: { 200: messageOnly, ...errors(401, 404) } },
+    schema: { tags, summary: 'Decline an invitation', params: uuidParams, response: { 200: messageOnly, ...errors(401, 403, 404) } },
     handler: async (req) => {
       await invitations.decline(principalOf(req), req.params.uuid);
       return done('Invitation declined');

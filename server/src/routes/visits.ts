@@ -91,7 +91,7 @@ export const visitRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
       tags,
       summary: 'Submit the SOAP note; completes the visit',
       description:
-        'Vital signs outside the VitalSigns bounds (or diastolic ≥ systolic) are 422; plausible but abnormal values are stored and flagged in soap_note.vital_flags. signature: base64 (or a data: URL) of a PNG or JPEG, recognised by its bytes, at most 512 KB decoded. A visit that already has a note answers 409 (a signed note is not overwritten); a cancelled visit 409.',
+        'vital_signs: any object; aliases (bp "120/80", pulse, spo2, temp °F/°C, resp, pain, weight lb/kg, glucose) are normalised, unknown members kept, abnormal or implausible values flagged in soap_note.vital_flags, unreadable or truncated ones in review_flags — never a 422. signature: base64 (or a data: URL) of a PNG or JPEG, recognised by its bytes, at most 512 KB decoded. A visit that already has a note answers 409 (a signed note is not overwritten); a cancelled visit 409.',
       body: soapNoteBody,
       response: { 200: messageOnly, ...errors(401, 404, 409, 422) },
     },

@@ -3,16 +3,36 @@
  * transaction per batch, each mutation in its own savepoint through the REST services, the
  * device's last applied id advanced in the same transaction. Shared by the socket and the
  * REST fallback (`POST /sync/mutations`).
+ *
+ * One mutation's failure is its own: whatever goes wrong inside a mutation's savepoint — a
+ * refusal of the rules, arguments the contract does not accept, a value the database refuses
+ * (SQLSTATE class 22), a bug — rolls back that savepoint only, and the mutations before and
+ * after it are applied as usual. Only a failure of the batch's transaction itself (connection
+ * lost, serialization failure, commit failure) throws out of here, and is a `retry`.
  */
 import { and, eq, inArray, sql } from 'drizzle-orm';
+import type { FastifyBaseLogger } from 'fastify';
 import { syncClients, syncRejections } from '@fieldchart/schema/db';
-import type { ClientMessage, ServerMessage } from '@fieldchart/schema/sync';
+import { MAX_MUTATION_BYTES, MUTATION_NAMES, type IncomingMutation, type MutationName, type ServerMessage } from '@fieldchart/schema/sync';
+import * as z from 'zod';
 import { AppError, Invalid, TooMany } from '../errors.ts';
+import { safeError } from '../log-safety.ts';
 import type { Services } from '../services/index.ts';
 import type { MutationRunner } from './mutations.ts';
 
-export type MutationMessage = Extract<ClientMessage, { type: 'mutation' }>;
-export type MutationReply = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' }>;
+export type MutationMessage = IncomingMutation;
+export type MutationReply = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' | 'failed' }>;
+type RejectReply = Extract<MutationReply, { type: 'reject' }>;
+
+/**
+ * Unexpected failures of one mutation in a row before it is parked as `failed`. A transient
+ * cause (a deploy, a lock timeout) usually clears within a couple of retries; a bug does not,
+ * and must not hold the device's queue.
+ */
+export const MAX_MUTATION_ATTEMPTS = 3;
+/** Status and code under which a parked mutation is kept in `sync_rejections`. */
+const PARKED_STATUS = 500;
+const PARKED_CODE = 'mutation_failed';
 
 export interface MutationDevice {
   readonly userId: string;
@@ -32,14 +52,20 @@ export async function applyMutationBatch(
   runMutation: MutationRunner,
   device: MutationDevice,
   batch: readonly MutationMessage[],
+  log: FastifyBaseLogger,
 ): Promise<BatchOutcome> {
   return services.unitOfWork.transaction(async (tx): Promise<BatchOutcome> => {
     const state = await services.sessions.state(device.userId, device.sessionId);
     if (state !== 'live') return { kind: 'session', state };
     const where = and(eq(syncClients.userId, device.userId), eq(syncClients.clientId, device.clientId));
     await tx.insert(syncClients).values({ userId: device.userId, clientId: device.clientId }).onConflictDoNothing();
-    const [client] = await tx.select({ last: syncClients.lastMutationId }).from(syncClients).where(where).for('update');
+    const [client] = await tx
+      .select({ last: syncClients.lastMutationId, failingId: syncClients.failingMutationId, failingAttempts: syncClients.failingAttempts })
+      .from(syncClients)
+      .where(where)
+      .for('update');
     let last = client?.last ?? 0;
+    let failing = { id: client?.failingId ?? null, attempts: client?.failingAttempts ?? 0 };
     let retryFrom: number | null = null;
     const replies: MutationReply[] = [];
     const ctx = { actorUserId: device.userId, organizationId: device.organizationId };
@@ -54,46 +80,82 @@ export async function applyMutationBatch(
               .where(and(eq(syncRejections.userId, device.userId), eq(syncRejections.clientId, device.clientId), inArray(syncRejections.mutationId, seen)))
           ).map((r) => [r.mutationId, r]),
     );
+    const store = (reply: RejectReply | Extract<MutationReply, { type: 'failed' }>) =>
+      tx.insert(syncRejections).values({
+        userId: device.userId,
+        clientId: device.clientId,
+        mutationId: reply.mutation_id,
+        status: reply.type === 'reject' ? reply.status : PARKED_STATUS,
+        code: reply.code,
+        message: reply.message,
+        errors: reply.type === 'reject' ? (reply.errors ?? null) : null,
+      });
     for (const [i, m] of batch.entries()) {
       // Already processed (a lost answer, a replay, a duplicated frame): answered as it was the
-      // first time — the same reject for a refused one, an ack otherwise — and not applied.
+      // first time — the same reject or failure for a refused or parked one, an ack otherwise —
+      // and not applied.
       if (m.mutation_id <= last) {
         const r = refused.get(m.mutation_id);
         replies.push(
-          r
-            ? { type: 'reject', mutation_id: m.mutation_id, status: r.status, code: r.code, message: r.message, ...(r.errors ? { errors: r.errors } : {}) }
-            : { type: 'ack', mutation_id: m.mutation_id, result: { duplicate: true } },
+          !r
+            ? { type: 'ack', mutation_id: m.mutation_id, result: { duplicate: true } }
+            : r.status >= 500
+              ? { type: 'failed', mutation_id: m.mutation_id, code: r.code, message: r.message, attempts: MAX_MUTATION_ATTEMPTS }
+              : { type: 'reject', mutation_id: m.mutation_id, status: r.status, code: r.code, message: r.message, ...(r.errors ? { errors: r.errors } : {}) },
         );
+        continue;
+      }
+      const judged = judge(m);
+      if ('type' in judged) {
+        replies.push(judged);
+        await store(judged);
+        last = m.mutation_id;
         continue;
       }
       try {
         const result = await services.unitOfWork.savepoint(() =>
-          runMutation({ ...ctx, requestId: `${device.requestIdPrefix}:${m.mutation_id}` }, m.name, m.args),
+          runMutation({ ...ctx, requestId: `${device.requestIdPrefix}:${m.mutation_id}` }, judged.name, judged.args),
         );
         replies.push({ type: 'ack', mutation_id: m.mutation_id, result: result ?? null });
       } catch (err) {
         const reply = replyOf(err, m.mutation_id);
-        if (!reply) throw err;
-        if (reply.type === 'retry') {
-          // Not the mutation's fault: it stays unprocessed, and so does everything after it.
-          for (const rest of batch.slice(i)) replies.push({ ...reply, mutation_id: rest.mutation_id });
-          retryFrom = m.mutation_id;
-          break;
+        if (reply?.type === 'reject') {
+          replies.push(reply);
+          await store(reply);
+        } else {
+          // Not this mutation's fault (a throttle, a lock timeout, a lost connection) or not
+          // known to be: it stays unprocessed, and so does everything after it, which the
+          // device sends again in order. An unexpected error counts towards parking it.
+          const unexpected = reply === null;
+          if (unexpected) {
+            log.error({ err: safeError(err), mutation_id: m.mutation_id, name: judged.name }, 'sync mutation failed on an unexpected error');
+            failing = { id: m.mutation_id, attempts: failing.id === m.mutation_id ? failing.attempts + 1 : 1 };
+          }
+          if (!unexpected || failing.attempts < MAX_MUTATION_ATTEMPTS) {
+            const after = reply?.after_ms ?? 500 * 2 ** failing.attempts;
+            for (const rest of batch.slice(i)) replies.push({ type: 'retry', mutation_id: rest.mutation_id, after_ms: after });
+            retryFrom = m.mutation_id;
+            break;
+          }
+          // Parked: processed, kept, answered `failed`; the queue behind it moves on.
+          const parked = {
+            type: 'failed' as const,
+            mutation_id: m.mutation_id,
+            code: PARKED_CODE,
+            message: 'The server could not apply this change; it is kept on the device',
+            attempts: failing.attempts,
+          };
+          replies.push(parked);
+          await store(parked);
+          failing = { id: null, attempts: 0 };
         }
-        replies.push(reply);
-        await tx.insert(syncRejections).values({
-          userId: device.userId,
-          clientId: device.clientId,
-          mutationId: m.mutation_id,
-          status: reply.status,
-          code: reply.code,
-          message: reply.message,
-          errors: reply.errors ?? null,
-        });
       }
       last = m.mutation_id;
     }
-    await tx.update(syncClients).set({ lastMutationId: last, updatedAt: sql`now()` }).where(where);
+    await tx
+      .update(syncClients)
+      .set({ lastMutationId: last, failingMutationId: failing.id, failingAttempts: failing.attempts, updatedAt: sql`now()` })
+      .where(where);
     return { kind: 'applied', replies, lastMutationId: last, retryFrom };
   });
 }
@@ -107,21 +169,92 @@ export async function lastMutationIdOf(services: Services, userId: string, clien
   return client?.last ?? 0;
 }
 
-/** A refusal in the REST API's terms, a retry for a throttle, or null: not the mutation's fault. */
+const clientTime = z.iso.datetime({ offset: true });
+
+/**
+ * The envelope of one mutation, judged before it runs: a name this server knows, arguments
+ * that are an object of bounded size, a `client_time`. A fault is that mutation's reject.
+ */
+function judge(m: MutationMessage): { name: MutationName; args: Record<string, unknown> } | RejectReply {
+  const reject = (status: number, code: string, message: string, field: string): RejectReply => ({
+    type: 'reject',
+    mutation_id: m.mutation_id,
+    status,
+    code,
+    message,
+    errors: { [field]: [message] },
+  });
+  let size: number;
+  try {
+    size = Buffer.byteLength(JSON.stringify(m.args ?? null));
+  } catch {
+    size = Infinity;
+  }
+  if (size > MAX_MUTATION_BYTES) return reject(413, 'payload_too_large', `The mutation is larger than ${MAX_MUTATION_BYTES} bytes`, 'args');
+  // The name is not echoed: it is the device's text, and rejections are stored.
+  if (typeof m.name !== 'string' || !(MUTATION_NAMES as readonly string[]).includes(m.name)) {
+    return reject(422, 'unknown_mutation', 'This server does not know this mutation', 'name');
+  }
+  if (typeof m.args !== 'object' || m.args === null || Array.isArray(m.args)) return reject(422, 'validation_failed', 'args must be an object', 'args');
+  if (!clientTime.safeParse(m.client_time).success) return reject(422, 'validation_failed', 'client_time must be an ISO 8601 instant with an offset', 'client_time');
+  return { name: m.name as MutationName, args: m.args as Record<string, unknown> };
+}
+
+/** The SQLSTATE of a database error from either driver (drizzle may wrap it in `cause`). */
+function sqlStateOf(err: unknown): string | null {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return null;
+}
+
+/**
+ * SQLSTATE classes of a failure that is nobody's fault and may pass: connection exceptions,
+ * transaction rollbacks (serialization, deadlock), insufficient resources, operator
+ * intervention (shutdown, cancel), lock not available.
+ */
+const TRANSIENT = /^(08|40|53|57)|^55P03$/;
+
+/**
+ * A refusal in the REST API's terms, a retry for a throttle or a transient database failure,
+ * or null: an unexpected error (counted, then parked).
+ */
 function replyOf(err: unknown, mutationId: number): Extract<MutationReply, { type: 'reject' | 'retry' }> | null {
   if (err instanceof TooMany) {
     const seconds = Number(err.headers['retry-after'] ?? '1');
     return { type: 'retry', mutation_id: mutationId, after_ms: seconds * 1000 };
   }
   if (err instanceof AppError && err.statusCode >= 400 && err.statusCode < 500) {
-    return {
+    return storable({
       type: 'reject',
       mutation_id: mutationId,
       status: err.statusCode,
       code: err.code,
       message: err.message,
       ...(err instanceof Invalid && Object.keys(err.errors).length > 0 ? { errors: err.errors } : {}),
-    };
+    });
   }
+  const state = sqlStateOf(err);
+  // A value the database cannot hold (a NUL byte, a date out of range, a number too big): the
+  // mutation's data, refused like invalid input. The driver's text quotes values: not sent.
+  if (state?.startsWith('22')) {
+    return { type: 'reject', mutation_id: mutationId, status: 422, code: 'invalid_value', message: 'A value in this change cannot be stored' };
+  }
+  if (state && TRANSIENT.test(state)) return { type: 'retry', mutation_id: mutationId, after_ms: 1000 + Math.floor(Math.random() * 2000) };
   return null;
+}
+
+/**
+ * A reject as it can be stored and sent: field names and messages may quote the device's text
+ * (an unknown key), which may hold a NUL byte or a lone surrogate that PostgreSQL's text and
+ * jsonb refuse — and a refusal that cannot be stored would fail the whole batch. Bounded too.
+ */
+function storable(reply: RejectReply): RejectReply {
+  const clean = (s: string, max: number) => s.replace(/\u0000|\p{Cs}/gu, '\uFFFD').slice(0, max);
+  const errors = reply.errors
+    ? Object.fromEntries(Object.entries(reply.errors).slice(0, 50).map(([k, v]) => [clean(k, 200), v.slice(0, 10).map((m) => clean(m, 500))]))
+    : undefined;
+  const { errors: _, ...rest } = reply;
+  return { ...rest, code: clean(reply.code, 100), message: clean(reply.message, 500), ...(errors && Object.keys(errors).length > 0 ? { errors } : {}) };
 }

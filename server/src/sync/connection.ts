@@ -9,6 +9,7 @@ import {
   CLOSE_CODES,
   PROTOCOL_VERSION,
   clientMessage,
+  incomingMutation,
   type Change,
   type ClientMessage,
   type CloseCodeName,
@@ -21,6 +22,8 @@ import { windowOf } from './feed.ts';
 import { applyMutationBatch, lastMutationIdOf, type BatchOutcome, type MutationDevice, type MutationMessage } from './apply-mutations.ts';
 
 type HelloMessage = Extract<ClientMessage, { type: 'hello' }>;
+/** A message as the inbox holds it: mutations not judged yet (each is answered on its own). */
+type InboxMessage = Exclude<ClientMessage, { type: 'mutation' }> | MutationMessage;
 
 /** Changes per `changes` message, and bytes (docs: Limits). */
 const BATCH_CHANGES = 500;
@@ -50,7 +53,7 @@ export class SyncConnection implements DraftPeer {
   private organizationId: string | null = null;
   private state: 'hello' | 'open' | 'closed' = 'hello';
   private cursor: string | null = null;
-  private readonly inbox: ClientMessage[] = [];
+  private readonly inbox: InboxMessage[] = [];
   private processing = false;
   private feedRunning = false;
   private feedAgain = false;
@@ -120,16 +123,22 @@ export class SyncConnection implements DraftPeer {
 
   private onFrame(data: unknown, isBinary: boolean): void {
     if (this.state === 'closed') return;
-    let parsed: ReturnType<typeof clientMessage.safeParse> | null = null;
+    let message: InboxMessage | null = null;
     if (!isBinary) {
       try {
-        parsed = clientMessage.safeParse(JSON.parse(String(data)));
+        // `__proto__` keys are dropped (as over HTTP): harmless to JSON.parse, not to every
+        // consumer of the object.
+        const json: unknown = JSON.parse(String(data), (key, value: unknown) => (key === '__proto__' ? undefined : value));
+        const parsed = clientMessage.safeParse(json);
+        // A mutation with a valid id is answered whatever else is wrong with it (an unknown
+        // name, bad arguments): closing the socket would only make the device resend it.
+        const mutation = parsed.success ? null : incomingMutation.safeParse(json);
+        message = parsed.success ? parsed.data : mutation?.success ? mutation.data : null;
       } catch {
-        parsed = null;
+        message = null;
       }
     }
-    if (!parsed?.success) return this.close('bad_message', 'Not a valid sync message');
-    const message = parsed.data;
+    if (!message) return this.close('bad_message', 'Not a valid sync message');
     // Decided on arrival, not on the state: frames may follow hello before welcome is sent (they
     // wait in the inbox), and a second hello must never reach hello() — it would swap the
     // socket's identity after the first was checked.
@@ -147,7 +156,7 @@ export class SyncConnection implements DraftPeer {
     this.processing = true;
     try {
       while (this.inbox.length > 0 && this.state !== 'closed') {
-        const head = this.inbox[0] as ClientMessage;
+        const head = this.inbox[0] as InboxMessage;
         if (head.type === 'mutation') {
           // A note takes the draft's text: the draft messages before it must be stored first.
           await this.draftsSettled();
@@ -167,7 +176,7 @@ export class SyncConnection implements DraftPeer {
     }
   }
 
-  private async handle(message: Exclude<ClientMessage, MutationMessage>): Promise<void> {
+  private async handle(message: Exclude<InboxMessage, MutationMessage>): Promise<void> {
     switch (message.type) {
       case 'hello':
         return this.hello(message);
@@ -332,7 +341,7 @@ export class SyncConnection implements DraftPeer {
     }
     let outcome: BatchOutcome;
     try {
-      outcome = await applyMutationBatch(services, runMutation, this.device(), batch);
+      outcome = await applyMutationBatch(services, runMutation, this.device(), batch, this.hub.log);
     } catch (err) {
       this.hub.log.warn({ err: safeError(err), connection: this.id }, 'sync mutations not applied; device told to retry');
       const after = 1000 + Math.floor(Math.random() * 2000);

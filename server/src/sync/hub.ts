@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { envelope } from '@fieldchart/schema/api';
-import { restMutationsBody, restMutationsResult } from '@fieldchart/schema/sync';
+import { MAX_MUTATION_BYTES, restMutationsBody, restMutationsResult } from '@fieldchart/schema/sync';
 import { Unauthorized, Unavailable } from '../errors.ts';
 import { principalOf } from '../http/authentication.ts';
 import { errors, ok } from '../http/reply.ts';
@@ -109,16 +109,24 @@ export function createSyncHub(deps: { services: Services; notifications: Notific
   };
 
   const routes: FastifyPluginAsyncZod = async (app) => {
+    // A `__proto__` or `constructor.prototype` key inside one mutation's arguments must not
+    // refuse the whole request (the device would resend it for ever): in this plugin only,
+    // such keys are dropped as JSON is parsed, and each mutation is judged without them.
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, app.getDefaultJsonParser('remove', 'remove'));
     app.get('/sync', { websocket: true, config: { public: true }, schema: { hide: true } }, (socket) => {
       new SyncConnection(socket, ctx);
     });
 
     app.post('/sync/mutations', {
+      // One mutation may carry a signature image: the largest one fits with room to spare
+      // (the device cuts its batches by size; each mutation is judged on its own).
+      bodyLimit: MAX_MUTATION_BYTES + 1024 * 1024,
       schema: {
         tags: ['Sync'],
         summary: 'Apply queued mutations over HTTP (the sync channel’s fallback)',
         description:
-          'For a device whose network passes HTTP but not websockets: the same mutations as the sync socket (docs/sync-protocol.md), in order, exactly once per client_id and mutation_id, each answered ack, reject (in the API’s error terms) or retry. At most 100 per request.',
+          'For a device whose network passes HTTP but not websockets: the same mutations as the sync socket (docs/sync-protocol.md), in order, exactly once per client_id and mutation_id, each answered ack, reject (in the API’s error terms), retry, or failed (parked after repeated unexpected server errors). One mutation’s fault (an unknown name, invalid or oversized arguments) is its own reject, never the request’s. At most 100 per request.',
         body: restMutationsBody,
         response: { 200: envelope(restMutationsResult), ...errors(401, 422, 503) },
       },
@@ -134,7 +142,7 @@ export function createSyncHub(deps: { services: Services; notifications: Notific
         const batch = req.body.mutations.map((m) => ({ type: 'mutation' as const, ...m }));
         let outcome: BatchOutcome;
         try {
-          outcome = await applyMutationBatch(services, runMutation, device, batch);
+          outcome = await applyMutationBatch(services, runMutation, device, batch, log);
         } catch (err) {
           // Usually the database: answering needs it too (last_mutation_id), so the whole
           // request is retried, as the error shape says.

@@ -140,7 +140,7 @@ forEachBackend('visits: the visit day', (backend) => {
     assert.deepEqual([v.status, v.has_note, v.soap_note], ['cancelled', false, null]);
   });
 
-  test('SOAP: 422 for missing sections, impossible vitals and unacceptable signatures; 404 unknown visit; nothing completes', async () => {
+  test('SOAP: 422 for missing sections and unacceptable signatures; 404 unknown visit; nothing completes', async () => {
     const u = await registerUser(server);
     const id = await newVisit(u);
     const random = Buffer.from(Array.from({ length: 64 }, (_, i) => (i * 37 + 11) % 256)).toString('base64');
@@ -148,9 +148,6 @@ forEachBackend('visits: the visit day', (backend) => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ ...soapBody(id), assessment: '  ' }, 'assessment'],
       [{ schedule_uuid: id, subjective: 's', objective: 'o', assessment: 'a' }, 'plan'],
-      [soapBody(id, { vital_signs: { heart_rate: 400 } }), 'vital_signs.heart_rate'],
-      [soapBody(id, { vital_signs: { systolic_bp: 80, diastolic_bp: 95 } }), 'vital_signs.diastolic_bp'],
-      [soapBody(id, { vital_signs: { mood: 'fine' } }), 'vital_signs'],
       [soapBody(id, { signature: random }), 'signature'],
       [soapBody(id, { signature: TINY_GIF }), 'signature'],
       [soapBody(id, { signature: 'not base64!' }), 'signature'],
@@ -164,6 +161,37 @@ forEachBackend('visits: the visit day', (backend) => {
     const v = await details(server, u, id);
     assert.deepEqual([v.status, v.soap_note, v.has_note], ['scheduled', null, false]);
     assert.equal((await server.api('POST', '/patient-referral-end-visit-note', { token: u.token, body: soapBody(crypto.randomUUID()) })).status, 404);
+  });
+
+  test('SOAP: vital signs in the shapes devices send are normalised, kept and flagged, never refused', async () => {
+    const u = await registerUser(server);
+    const submit = async (vital_signs: unknown) => {
+      const id = await newVisit(u);
+      const res = await server.api('POST', '/patient-referral-end-visit-note', { token: u.token, body: soapBody(id, { vital_signs }) });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return (await details(server, u, id)).soap_note;
+    };
+    // The shape of issue 9: aliases with units.
+    const a = await submit({ bp: '120/80', pulse: 72, spo2: '97%', temp: '37 C', resp: 16, pain: '3/10', weight: { value: 82, unit: 'kg' }, glucose: '110 mg/dL' });
+    assert.deepEqual(a.vital_signs, {
+      systolic_bp: 120, diastolic_bp: 80, heart_rate: 72, respiratory_rate: 16, temperature_f: 98.6,
+      oxygen_saturation: 97, pain_level: 3, blood_glucose: 110, weight_lb: 180.8,
+    });
+    assert.deepEqual([a.vital_flags, a.review_flags], [[], []]);
+    // What the old schema refused: impossible values and unknown members are stored and flagged.
+    const b = await submit({ hr: 400, systolic_bp: 80, diastolic_bp: 95, mood: 'fine', o2_sat: 'n/a' });
+    assert.deepEqual(b.vital_signs, { systolic_bp: 80, diastolic_bp: 95, heart_rate: 400, unreadable: { o2_sat: 'n/a' }, mood: 'fine' });
+    assert.deepEqual(b.vital_flags, ['systolic_bp_low', 'heart_rate_implausible', 'diastolic_bp_implausible']);
+    assert.deepEqual(b.review_flags, ['oxygen_saturation_unreadable']);
+    // Over the bound: the note is kept with what fits, and flagged for review.
+    const many = Object.fromEntries(Array.from({ length: 80 }, (_, i) => [`extra_${i}`, 'x'.repeat(300)]));
+    const c = await submit({ heart_rate: 70, ...many });
+    assert.equal(c.vital_signs.heart_rate, 70);
+    assert.ok(Object.keys(c.vital_signs).length <= 50 && JSON.stringify(c.vital_signs).length <= 16 * 1024);
+    assert.deepEqual(c.review_flags, ['vital_signs_truncated']);
+    // Not an object at all: kept as sent for the clinician to read.
+    const d = await submit('BP 120/80 HR 72');
+    assert.deepEqual([d.vital_signs, d.review_flags], [{ unreadable: { vital_signs: 'BP 120/80 HR 72' } }, ['vital_signs_unreadable']]);
   });
 
   test('mileage: travel/onsite split, validation, last writer wins by recorded_at', async () => {

@@ -21,6 +21,9 @@ export interface Principal {
  * Sessions are token families. The access JWT names its session; every request checks that
  * the session is live and the user enabled, which is what makes logout and revocation real.
  */
+/** Longer strings are refused without a lookup (issued tokens are far shorter). */
+const MAX_REFRESH_TOKEN_CHARS = 512;
+
 export function createSessions(deps: { db: Db; clock: Clock; accessTokens: AccessTokens; refreshTtlSeconds: number }) {
   const { clock, accessTokens } = deps;
 
@@ -79,6 +82,8 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
      * again means it leaked or a client replayed it: the whole family is revoked.
      */
     async refresh(refreshToken: string): Promise<TokenPair> {
+      // Ours are 43 characters; anything far longer cannot be one and is not worth hashing.
+      if (refreshToken.length > MAX_REFRESH_TOKEN_CHARS) throw new Unauthorized('Invalid refresh token', 'invalid_refresh_token');
       const now = clock.now();
       const hash = sha256(refreshToken);
       return deps.db.transaction(async (tx) => {

@@ -11,6 +11,7 @@ import type { Principal } from '../auth/sessions.ts';
 import type { MailOutbox } from '../mail/mail-outbox.ts';
 import type { NotificationsService } from '../notifications/notifications.ts';
 import { findUserById } from '../users/user-profile.ts';
+import { isUuid } from '../ids.ts';
 import { alreadyInOrganization, type Membership } from './membership.ts';
 import { selectInvitations } from './records.ts';
 import { requireAdmin, seatOf, type MemberRole } from './seats.ts';
@@ -44,17 +45,18 @@ export function createInvitations(deps: { db: Db; clock: Clock; config: Config; 
 
   /** An invitation addressed to the caller that is still open; anything else is 404. */
   async function openInvitationFor(tx: Db, principal: Principal, invitationId: string) {
+    if (!isUuid(invitationId)) throw notFound();
     const user = await findUserById(tx, principal.userId);
     if (!user) throw notFound();
-    // Invitations are addressed by email: only an owner who proved the address may answer.
-    // Checked before the lookup, so the answer says nothing about which invitations exist.
-    if (!user.emailVerifiedAt) throw emailUnverified();
     const [row] = await tx
       .select()
       .from(invitations)
       .where(and(eq(invitations.id, invitationId), eq(invitations.email, user.email)))
       .for('update');
+    // An invitation addressed to someone else is the same 404 as an unknown one, whoever asks.
     if (!row) throw notFound();
+    // Invitations are addressed by email: only an owner who proved the address may answer.
+    if (!user.emailVerifiedAt) throw emailUnverified();
     if (row.status !== 'pending' || row.expiresAt <= clock.now()) throw notOpen();
     return { row, user };
   }

@@ -8,11 +8,11 @@ import type * as z from 'zod';
 import type { soapNoteBody } from '@fieldchart/schema/api';
 import { draftUpdates, soapNotes, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
-import { Conflict, Invalid } from '../../errors.ts';
+import { Conflict } from '../../errors.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
 import { parseSignature } from './signature.ts';
-import { impossibleVitals, vitalFlags } from './vital-signs.ts';
+import { normalizeVitals } from './vital-signs.ts';
 import { findOwnedVisit } from './visit-records.ts';
 
 export type SoapSubmission = z.infer<typeof soapNoteBody>;
@@ -30,12 +30,8 @@ export function createSoapNotes(deps: { clock: Clock; phi: PhiCrypto; audit: Aud
         const [existing] = await tx.select({ id: soapNotes.id }).from(soapNotes).where(eq(soapNotes.visitId, visit.id));
         if (existing || visit.status === 'completed') throw new Conflict('This visit already has a submitted note', 'note_already_submitted');
 
-        const vitals = input.vital_signs;
-        if (vitals) {
-          const impossible = impossibleVitals(vitals);
-          if (impossible) throw new Invalid('Invalid vital signs', impossible);
-        }
-        const flags = vitals ? vitalFlags(vitals) : [];
+        // Never a reason to refuse the note: normalised, bounded and flagged (vital-signs.ts).
+        const { vitals, vitalFlags: flags, reviewFlags } = normalizeVitals(input.vital_signs);
         const signature = input.signature ? parseSignature(input.signature) : null;
         const now = clock.now();
         const seal = (value: string | null, column: string) => phi.seal(value, 'soap_notes', column, id);
@@ -47,8 +43,9 @@ export function createSoapNotes(deps: { clock: Clock; phi: PhiCrypto; audit: Aud
           objectiveEnc: seal(input.objective, 'objective_enc') as string,
           assessmentEnc: seal(input.assessment, 'assessment_enc') as string,
           planEnc: seal(input.plan, 'plan_enc') as string,
-          vitalSignsEnc: vitals && Object.keys(vitals).length > 0 ? seal(JSON.stringify(vitals), 'vital_signs_enc') : null,
+          vitalSignsEnc: vitals ? seal(JSON.stringify(vitals), 'vital_signs_enc') : null,
           vitalFlags: flags,
+          reviewFlags,
           signatureEnc: signature ? seal(signature.bytes.toString('base64'), 'signature_enc') : null,
           signatureMime: signature?.mime ?? null,
           signedAt: signature ? now : null,
@@ -59,7 +56,7 @@ export function createSoapNotes(deps: { clock: Clock; phi: PhiCrypto; audit: Aud
         await tx.update(visits).set({ status: 'completed', completedAt: now, updatedAt: now }).where(eq(visits.id, visit.id));
         // The note supersedes its draft: PHI is not kept twice (or longer than it is needed).
         await tx.delete(draftUpdates).where(eq(draftUpdates.visitId, visit.id));
-        note({ details: { vital_flags: flags.length, signed: signature !== null } });
+        note({ details: { vital_flags: flags.length, review_flags: reviewFlags.length, signed: signature !== null } });
         return { vital_flags: flags, signed: signature !== null };
       });
     },

@@ -4,13 +4,15 @@
  */
 import { and, asc, count, desc, eq, gt, inArray, isNull, lt, lte, ne, or, sql, type SQL } from 'drizzle-orm';
 import type * as z from 'zod';
-import type { upcomingVisitsQuery, visitHistoryQuery } from '@fieldchart/schema/api';
+import { CLINICAL_DATE_MAX, type upcomingVisitsQuery, type visitHistoryQuery } from '@fieldchart/schema/api';
 import { soapNotes, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
 import { localDate, type ClinicianSettingsService } from '../clinician-settings.ts';
 import { addDays } from '../reports/visit-facts.ts';
+
+const minDate = (a: string, b: string) => (a < b ? a : b);
 import { findOwnedVisit, type VisitRecord, type VisitRecords } from './visit-records.ts';
 
 export type UpcomingQuery = z.infer<typeof upcomingVisitsQuery>;
@@ -51,7 +53,8 @@ export function createVisitQueries(deps: { db: Db; clock: Clock; audit: AuditLog
                   and(
                     mine,
                     gt(visits.visitDate, today),
-                    days === null ? undefined : lte(visits.visitDate, addDays(today, days)),
+                    // Clamped to the last clinical date: no visit lies beyond it, and the window stays a date.
+                    days === null ? undefined : lte(visits.visitDate, minDate(addDays(today, days), CLINICAL_DATE_MAX)),
                     inArray(visits.status, ['scheduled', 'in_progress']),
                   ),
                 )
