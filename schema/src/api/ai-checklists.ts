@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { MAX_PATH_PARAM, safeString, text } from './common.ts';
 
 /**
  * Checklist endpoints: GET /ai/checklist/{discipline}, POST /ai/match-checklist,
@@ -6,10 +7,10 @@ import * as z from 'zod';
  */
 
 /** A transcript as the app sends it; 200 000 characters is over an hour of dictation. */
-const transcript = z.string().trim().min(1, 'is required').max(200_000, 'must be at most 200000 characters');
-const discipline = z.string().trim().min(1, 'is required').max(20, 'must be at most 20 characters');
+const transcript = text(200_000).min(1, 'is required');
+const discipline = text(20).min(1, 'is required');
 
-export const checklistDisciplineParams = z.object({ discipline: z.string().min(1).max(20) });
+export const checklistDisciplineParams = z.object({ discipline: z.string().max(MAX_PATH_PARAM) });
 
 export const checklistItem = z
   .object({
@@ -32,7 +33,7 @@ export const matchChecklistResult = z.object({
 export const suggestionsBody = z.object({
   transcript,
   discipline,
-  checked_items: z.array(z.string().max(100)).max(200),
+  checked_items: z.array(safeString(100)).max(200),
 });
 
 export const suggestionsResult = z.object({ suggestions: z.array(z.string()) });

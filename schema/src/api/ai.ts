@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { isoDateTime } from './common.ts';
+import { isoDateTime, pathId, text } from './common.ts';
 
 /**
  * The AI pipeline's contract (clinician-api.md, AI documentation; CONTRACT.md, AI retry):
@@ -12,9 +12,7 @@ export const AI_DISCIPLINES = ['PT', 'PTA', 'OT', 'COTA', 'SLP', 'RN'] as const;
 /** Kinds of home-health visit note a dictation becomes; the spec names 'daily_note'. */
 export const ENCOUNTER_TYPES = ['daily_note', 'evaluation', 'reassessment', 'progress_note', 'discharge', 'supervisory'] as const;
 
-export const aiDiscipline = z
-  .string()
-  .trim()
+export const aiDiscipline = text(20)
   .transform((v) => v.toUpperCase())
   .pipe(z.enum(AI_DISCIPLINES, { error: `must be one of ${AI_DISCIPLINES.join(', ')}` }));
 export const encounterType = z.enum(ENCOUNTER_TYPES, { error: `must be one of ${ENCOUNTER_TYPES.join(', ')}` });
@@ -24,13 +22,13 @@ export const processAudioFields = z.object({
   schedule_uuid: z.uuid('must be a visit uuid'),
   discipline: aiDiscipline,
   encounter_type: encounterType,
-  upload_id: z.string().trim().min(1).max(200).optional(),
+  upload_id: text(200).min(1, 'is required').optional(),
 });
 export type ProcessAudioFields = z.infer<typeof processAudioFields>;
 
 export const processAudioResult = z.object({ transcription_uuid: z.string() });
 
-export const transcriptionUuidParams = z.object({ serverUuid: z.string().max(64).meta({ format: 'uuid' }) });
+export const transcriptionUuidParams = z.object({ serverUuid: pathId });
 
 export const AI_STATUS_VALUES = ['processing', 'completed', 'failed'] as const;
 

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { pathId } from './common.ts';
 
 /**
  * Audio in (clinician-api.md: POST /visit-audio-upload; docs/audio.md): the text fields of the
@@ -17,4 +18,4 @@ export const visitAudioUploadResult = z.object({
   format: z.enum(['m4a', 'wav', 'mp3']),
 });
 
-export const audioUuidParams = z.object({ uuid: z.string().max(64).meta({ format: 'uuid' }) });
+export const audioUuidParams = z.object({ uuid: pathId });

@@ -1,10 +1,10 @@
 import * as z from 'zod';
-import { email, isoDateTime, name } from './common.ts';
+import { email, isoDateTime, name, pathId, text } from './common.ts';
 
 /** Email-based patient messaging (clinician-api.md, Messages). */
 
 // Not z.coerce.number(): a malformed id must answer the same 404 as an unknown or foreign one.
-export const conversationIdParams = z.object({ conversationId: z.string().meta({ type: 'integer', description: 'The conversation id' }) });
+export const conversationIdParams = z.object({ conversationId: pathId.meta({ type: 'integer', description: 'The conversation id' }) });
 
 export const messageListQuery = z.object({
   page: z.coerce.number().int().min(1).default(1),
@@ -16,8 +16,8 @@ export const MESSAGE_BODY_MAX = 20_000;
 export const sendMessageBody = z.object({
   patient_email: email,
   patient_name: name(200),
-  body: z.string().trim().min(1, 'is required').max(MESSAGE_BODY_MAX),
-  subject: z.string().trim().max(200).optional(),
+  body: text(MESSAGE_BODY_MAX).min(1, 'is required'),
+  subject: text(200).optional(),
   conversation_id: z.number().int().positive().max(2_147_483_647).optional().describe('Reply in this conversation (one of the caller’s)'),
 });
 

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { isoDateTime } from './common.ts';
+import { isoDateTime, pathId } from './common.ts';
 
 /**
  * The kinds of notification the server records. Titles and bodies are fixed phrases without
@@ -42,4 +42,4 @@ export const notificationListQuery = z.object({
 });
 
 // A malformed uuid answers the same 404 as an unknown or foreign one.
-export const notificationUuidParams = z.object({ uuid: z.string().max(64).meta({ format: 'uuid' }) });
+export const notificationUuidParams = z.object({ uuid: pathId });

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { isoDate } from './common.ts';
+import { isoDate, pathId, safeString, text } from './common.ts';
 
 const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be a time (HH:MM, 00:00–23:59)');
 
@@ -17,7 +17,7 @@ export const schedulingPolicy = z
 /** PUT replaces the policy: omitted members keep their stored value, null clears the home base. */
 export const schedulingPolicyBody = z
   .object({
-    home_base_address: z.string().trim().min(1).max(500).nullable().optional(),
+    home_base_address: text(500).min(1, 'is required').nullable().optional(),
     home_base_lat: z.number().min(-90).max(90).nullable().optional(),
     home_base_lng: z.number().min(-180).max(180).nullable().optional(),
     default_visit_minutes: z.number().int().min(5).max(480).optional(),
@@ -56,7 +56,7 @@ export const routeSuggestion = z
 export const applyBody = z.object({
   date: isoDate,
   visits: z
-    .array(z.object({ schedule_uuid: z.string().max(64).meta({ format: 'uuid' }), start_time: z.string().max(32) }))
+    .array(z.object({ schedule_uuid: pathId, start_time: safeString(32) }))
     .min(1)
     .max(50),
 });

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { isoDateTime } from './common.ts';
+import { isoDateTime, text } from './common.ts';
 import { subscriptionStatus, type SUBSCRIPTION_STATUSES } from './accounts.ts';
 
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
@@ -52,7 +52,7 @@ export const subscriptionState = z
   .meta({ id: 'Subscription' });
 export type SubscriptionState = z.infer<typeof subscriptionState>;
 
-const storeId = z.string().trim().min(1, 'is required').max(4096);
+const storeId = text(4096).min(1, 'is required');
 
 export const verifyReceiptBody = z
   .object({

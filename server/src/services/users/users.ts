@@ -8,6 +8,7 @@ import type { Sessions } from '../auth/sessions.ts';
 import type { JoinRequests } from '../organizations/join-requests.ts';
 import { readSubscriptionStatuses } from '../subscriptions/subscription-facts.ts';
 import { findUserByEmail, findUserById, profileOf } from './user-profile.ts';
+import { isUuid } from '../ids.ts';
 
 export interface BasicInfo {
   first_name?: string | undefined;
@@ -129,7 +130,7 @@ export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions; jo
     /** Finds a user by uuid or email, for operators. */
     async lookup(idOrEmail: string) {
       // Only a well-formed uuid goes to the uuid column (anything else would be a type error there).
-      const u = UUID.test(idOrEmail) ? await findUserById(db, idOrEmail) : await findUserByEmail(db, idOrEmail);
+      const u = isUuid(idOrEmail) ? await findUserById(db, idOrEmail) : await findUserByEmail(db, idOrEmail);
       if (!u) throw new NotFound('User not found', 'user_not_found');
       return { ...(await profileOf(db, u, clock.now())), disabled_at: u.disabledAt?.toISOString() ?? null };
     },
@@ -151,7 +152,6 @@ export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions; jo
 
 export type Users = ReturnType<typeof createUsers>;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A LIKE pattern matching `term` anywhere, with its own wildcards taken literally. */
 function like(term: string): string {

@@ -10,8 +10,8 @@ import { Invalid } from '../../errors.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
 import { wallTimeExists, type ClinicianSettingsService } from '../clinician-settings.ts';
 import { visitNotFound } from './visit-records.ts';
+import { isUuid } from '../ids.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const HHMM = /^([01]\d|2[0-3]):[0-5]\d$/;
 
 export interface RescheduleInput {
@@ -28,7 +28,7 @@ export function createReschedule(deps: { clock: Clock; audit: AuditLog; settings
         const ids = input.visits.map((v) => v.schedule_uuid);
         // The same 404 body as every visit lookup (visitNotFound): naming the id would make a
         // foreign visit's answer differ from a random id's (test/server/tenant-isolation.test.ts).
-        if (ids.some((id) => !UUID.test(id))) throw visitNotFound();
+        if (ids.some((id) => !isUuid(id))) throw visitNotFound();
         // Row locks: a concurrent timer event or reschedule of the same visits waits for this one.
         const rows = await tx
           .select({ id: visits.id, visitDate: visits.visitDate, startTime: visits.startTime, status: visits.status })

@@ -12,15 +12,15 @@ import { NotFound } from '../../errors.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import { minutes, patientBriefs } from '../reports/visit-facts.ts';
 import { TIMER_SEQUENCE, type TimerEventType } from './timer-sequence.ts';
+import { isUuid } from '../ids.ts';
 
 export type VisitRecord = z.infer<typeof visitSchema>;
 export type VisitRow = typeof visits.$inferSelect;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The caller's live visit, locked for update when asked; 404 for unknown, foreign or malformed ids. */
 export async function findOwnedVisit(tx: Db, ownerId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<VisitRow> {
-  if (!UUID.test(id)) throw visitNotFound();
+  if (!isUuid(id)) throw visitNotFound();
   const query = tx
     .select()
     .from(visits)

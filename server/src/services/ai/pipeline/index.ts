@@ -25,6 +25,7 @@ import type { SpeechToText } from '../stt/index.ts';
 import type { OnFinished, PipelineAudio, PipelineMedia, PipelineNotes } from './deps.ts';
 import { statusRecordOf } from './records.ts';
 import { createRunner, type JobAttempt } from './run.ts';
+import { isUuid } from '../../ids.ts';
 
 export type { FinishedEvent, OnFinished, PipelineAudio, PipelineMedia, PipelineNotes } from './deps.ts';
 export { statusRecordOf, type TranscriptionRow } from './records.ts';
@@ -52,7 +53,6 @@ export interface AiPipelineDeps {
 }
 
 const notFound = () => new NotFound('Transcription not found', 'transcription_not_found');
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function createAiPipeline(deps: AiPipelineDeps) {
   const { db, clock, phi, audit } = deps;
@@ -60,7 +60,7 @@ export function createAiPipeline(deps: AiPipelineDeps) {
   const runner = createRunner(deps);
 
   async function findOwned(tx: Db, userId: string, id: string, opts: { forUpdate?: boolean } = {}) {
-    if (!UUID.test(id)) throw notFound();
+    if (!isUuid(id)) throw notFound();
     const q = tx
       .select()
       .from(aiTranscriptions)
@@ -109,14 +109,14 @@ export function createAiPipeline(deps: AiPipelineDeps) {
     },
 
     async status(ctx: AuditContext, userId: string, id: string): Promise<AiStatusRecord> {
-      return audit.around(ctx, { action: 'read', resourceType: 'ai_transcription', resourceId: UUID.test(id) ? id : null }, async (tx) =>
+      return audit.around(ctx, { action: 'read', resourceType: 'ai_transcription', resourceId: isUuid(id) ? id : null }, async (tx) =>
         statusRecordOf(phi, await findOwned(tx, userId, id)),
       );
     },
 
     /** Only from `failed` (409 otherwise): back to `processing`, re-enqueued in the same transaction. */
     async retry(ctx: AuditContext, userId: string, id: string): Promise<void> {
-      await audit.around(ctx, { action: 'update', resourceType: 'ai_transcription', resourceId: UUID.test(id) ? id : null, details: { op: 'retry' } }, async (tx) => {
+      await audit.around(ctx, { action: 'update', resourceType: 'ai_transcription', resourceId: isUuid(id) ? id : null, details: { op: 'retry' } }, async (tx) => {
         const row = await findOwned(tx, userId, id, { forUpdate: true });
         if (row.status !== 'failed') throw new Conflict('The AI pipeline is not in the failed state', 'pipeline_not_failed');
         await tx
