@@ -101,7 +101,7 @@ forEachBackend('accounts: delete account', (backend) => {
     });
     await assertTokenRefused(server, u.token);
     await assertTokenRefused(server, second.token);
-    assertError(await refresh(server, u.refreshToken), 401, 'invalid_refresh_token');
+    assertError(await refresh(server, u.refreshToken), 401, 'invalid_token');
     assertError(await signIn(server, u.email, u.password), 401, 'invalid_credentials');
     assertError(await server.api('POST', '/forgot-password/send-otp', { body: { email: u.email } }), 404, 'email_not_found');
 

@@ -103,8 +103,8 @@ forEachBackend('accounts: password reset', (backend) => {
 
     await assertTokenRefused(server, u.token);
     await assertTokenRefused(server, other.token);
-    assertError(await refresh(server, u.refreshToken), 401, 'invalid_refresh_token');
-    assertError(await refresh(server, other.refreshToken), 401, 'invalid_refresh_token');
+    assertError(await refresh(server, u.refreshToken), 401, 'invalid_token');
+    assertError(await refresh(server, other.refreshToken), 401, 'invalid_token');
   });
 
   test('send-otp: 404 for an unknown email, 422 for a missing or malformed one', async () => {

@@ -56,7 +56,7 @@ forEachBackend('accounts: sessions', (backend) => {
       assertError(await refresh(server, u.refreshToken), 401, 'refresh_token_reused');
       await assertTokenRefused(server, newest.token);
       await assertTokenRefused(server, u.token);
-      assertError(await refresh(server, newest.refresh_token), 401, 'invalid_refresh_token');
+      assertError(await refresh(server, newest.refresh_token), 401, 'invalid_token');
 
       // The user's other session is not part of the family.
       await assertTokenWorks(server, other.token, u.uuid);
@@ -80,7 +80,7 @@ forEachBackend('accounts: sessions', (backend) => {
       const empty = await server.api('POST', '/token/refresh', { body: { refresh_token: '' } });
       assertError(empty, 422);
       assert.deepEqual(errorFields(empty), ['refresh_token']);
-      assertError(await refresh(server, 'not-a-refresh-token'), 401, 'invalid_refresh_token');
+      assertError(await refresh(server, 'not-a-refresh-token'), 401, 'invalid_token');
     });
 
     test('an expired access token is refused while its refresh token still renews the session', async () => {
@@ -112,7 +112,7 @@ forEachBackend('accounts: sessions', (backend) => {
     test('an expired refresh token is refused', async () => {
       const u = await registerUser(server);
       clock.advance(30 * 86_400 + 1);
-      assertError(await refresh(server, u.refreshToken), 401, 'invalid_refresh_token');
+      assertError(await refresh(server, u.refreshToken), 401, 'invalid_token');
     });
   });
 
@@ -125,7 +125,7 @@ forEachBackend('accounts: sessions', (backend) => {
       assert.equal(typeof res.body.message, 'string');
       await assertTokenRefused(server, u.token);
       assertError(await server.api('POST', '/logout', { token: u.token }), 401, 'invalid_token');
-      assertError(await refresh(server, u.refreshToken), 401, 'invalid_refresh_token');
+      assertError(await refresh(server, u.refreshToken), 401, 'invalid_token');
       await assertTokenWorks(server, other.token, u.uuid);
     });
 
@@ -174,7 +174,7 @@ forEachBackend('accounts: sessions', (backend) => {
       await assertTokenWorks(server, u.token, u.uuid);
       await assertTokenRefused(server, b.token);
       await assertTokenRefused(server, c.token);
-      assertError(await refresh(server, b.refreshToken), 401, 'invalid_refresh_token');
+      assertError(await refresh(server, b.refreshToken), 401, 'invalid_token');
       const renewed = await refresh(server, u.refreshToken);
       assertOk(renewed);
       await assertTokenWorks(server, renewed.body.data.token, u.uuid);

@@ -83,7 +83,7 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
      */
     async refresh(refreshToken: string): Promise<TokenPair> {
       // Ours are 43 characters; anything far longer cannot be one and is not worth hashing.
-      if (refreshToken.length > MAX_REFRESH_TOKEN_CHARS) throw new Unauthorized('Invalid refresh token', 'invalid_refresh_token');
+      if (refreshToken.length > MAX_REFRESH_TOKEN_CHARS) throw new Unauthorized('Invalid refresh token', 'invalid_token');
       const now = clock.now();
       const hash = sha256(refreshToken);
       return deps.db.transaction(async (tx) => {
@@ -102,7 +102,7 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
           .innerJoin(users, eq(users.id, sessions.userId))
           .where(eq(refreshTokens.tokenHash, hash))
           .for('update', { of: refreshTokens });
-        if (!row || row.revokedAt) throw new Unauthorized('Invalid refresh token', 'invalid_refresh_token');
+        if (!row || row.revokedAt) throw new Unauthorized('Invalid refresh token', 'invalid_token');
         if (row.retiredAt) {
           await tx
             .update(sessions)
@@ -110,7 +110,7 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
             .where(eq(sessions.id, row.sessionId));
           return null;
         }
-        if (row.expiresAt <= now) throw new Unauthorized('Refresh token expired', 'invalid_refresh_token');
+        if (row.expiresAt <= now) throw new Unauthorized('Refresh token expired', 'invalid_token');
         if (row.disabledAt) throw new Unauthorized('This account is disabled', 'account_disabled');
         await tx.update(refreshTokens).set({ retiredAt: now }).where(eq(refreshTokens.id, row.id));
         // A session lives as long as it is used: each refresh slides its end with the new token's.

@@ -113,6 +113,29 @@ forEachBackend('AI pipeline', (backend) => {
     assert.equal(req?.file?.head.subarray(0, 4).toString(), 'RIFF', 'the normalised WAV was sent');
   });
 
+  test('a spoken correction keeps the corrected value, supported by its span (not flagged unsupported)', async () => {
+    stt.script({
+      status: 200,
+      json: verboseJson([{ start: 0, end: 6, text: ' Patient ambulated 150 feet, scratch that, it was 200 feet with a rolling walker and contact guard assist.' }]),
+    });
+    const { user, visit } = await clinicianWithVisit(server);
+    const id = await submitted(server, user.token, { schedule_uuid: visit, discipline: 'PT', encounter_type: 'daily_note' }, spokenWav('Short test.', 'short'));
+    const record = await eventually(
+      async () => {
+        const res = await statusOf(server, user.token, id);
+        assert.equal(res.body.data.status, 'completed', JSON.stringify(res.body.data));
+        return res.body.data;
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    assertCompleted(record);
+    assert.match(record.generated_soap.objective, /200 feet/);
+    assert.doesNotMatch(record.generated_soap.objective, /150/);
+    const entries = Object.values(record.source_map).flat() as Array<{ unsupported?: boolean }>;
+    assert.ok(entries.length > 0 && entries.every((e) => !e.unsupported), JSON.stringify(record.source_map));
+    assert.ok(!record.verification_flags.some((f: string) => /unsupported/i.test(f)), JSON.stringify(record.verification_flags));
+  });
+
   test('end to end offline: an espeak-ng dictation transcribed by pocketsphinx and completed with valid spans', { skip: !sphinx && 'pocketsphinx not installed' }, async () => {
     const server = offline as TestServer;
     const { user, visit } = await clinicianWithVisit(server);
