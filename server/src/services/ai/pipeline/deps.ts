@@ -5,7 +5,7 @@
  * real ones; nothing here knows how they work.
  */
 import type { Db } from '../../../db/database.ts';
-import type { TranscriptSegment } from '../stt/index.ts';
+import type { NoteGenerator } from '../notes/index.ts';
 
 export type PipelineAudioFormat = 'm4a' | 'wav' | 'mp3';
 
@@ -23,35 +23,8 @@ export interface PipelineMedia {
   ): Promise<{ durationMs: number }>;
 }
 
-export type SoapSectionName = 'subjective' | 'objective' | 'assessment' | 'plan';
-export const SOAP_SECTIONS: readonly SoapSectionName[] = ['subjective', 'objective', 'assessment', 'plan'];
-
-export interface NoteSourceEntry {
-  readonly sentence: string;
-  readonly char_start: number;
-  readonly char_end: number;
-  readonly start_ms?: number;
-  readonly end_ms?: number;
-  readonly unsupported?: boolean;
-}
-
-export interface PipelineNote {
-  readonly generated_soap: Record<SoapSectionName, string>;
-  readonly source_map: Record<SoapSectionName, readonly NoteSourceEntry[]>;
-  readonly confidence_summary: Record<SoapSectionName, number>;
-  readonly verification_flags: readonly string[];
-  readonly not_mentioned: readonly string[];
-  readonly vital_signs: Record<string, unknown>;
-  readonly generator: string;
-}
-
-export interface PipelineNotes {
-  readonly name: string;
-  generate(
-    input: { readonly transcript: string; readonly segments?: readonly TranscriptSegment[]; readonly discipline: string; readonly encounterType: string },
-    signal?: AbortSignal,
-  ): Promise<PipelineNote>;
-}
+/** The note generator (services/ai/notes): its own interface, taken as it is. */
+export type PipelineNotes = NoteGenerator;
 
 export interface FinishedEvent {
   readonly userId: string;
