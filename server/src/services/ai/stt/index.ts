@@ -10,14 +10,9 @@ export { SttError, NO_ENGINE_MESSAGE } from './errors.ts';
 export { parsePocketsphinxOutput, pocketsphinxInstalled } from './pocketsphinx.ts';
 export { joinSegments } from './segments.ts';
 
-/** One timed piece of the transcript; char_start/char_end (end exclusive) index `Transcript.text`. */
-export interface TranscriptSegment {
-  readonly start_ms: number;
-  readonly end_ms: number;
-  readonly text: string;
-  readonly char_start: number;
-  readonly char_end: number;
-}
+/** One timed piece of the transcript (char_start/char_end index `Transcript.text`): the note generator's input type. */
+import type { TranscriptSegment } from '../notes/types.ts';
+export type { TranscriptSegment };
 
 export interface Transcript {
   readonly text: string;
