@@ -38,7 +38,7 @@ const child = spawn(
     '--test',
     `--test-concurrency=${process.env.TEST_CONCURRENCY ?? '2'}`,
     '--test-reporter=spec',
-    '--test-timeout=300000',
+    '--test-timeout=600000',
     ...files,
   ],
   { stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } },

@@ -3,8 +3,6 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { DeleteObjectCommand, GetObjectCommand, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import type { Config } from '../../config.ts';
 
 /**
@@ -65,22 +63,31 @@ type S3Config = Extract<Config['audio']['store'], { kind: 's3' }>;
  * two in flight, so memory stays bounded whatever the file size.
  */
 export function createS3ObjectStore(cfg: S3Config): ObjectStore {
-  const client = new S3Client({
-    region: cfg.region,
-    forcePathStyle: cfg.forcePathStyle,
-    ...(cfg.endpoint ? { endpoint: cfg.endpoint } : {}),
-    ...(cfg.accessKeyId && cfg.secretAccessKey
-      ? { credentials: { accessKeyId: cfg.accessKeyId, secretAccessKey: cfg.secretAccessKey } }
-      : {}),
-    // Our frames are already authenticated; the SDK's default CRC on every request is extra
-    // work some S3-compatible servers reject.
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+  // The AWS SDK is loaded on first use, not at boot: every process that builds the services
+  // (each CLI command, every node with AUDIO_STORE=local) would otherwise pay ~1 s and ~60 MB.
+  let sdk: Promise<{ s3: typeof import('@aws-sdk/client-s3'); storage: typeof import('@aws-sdk/lib-storage'); client: import('@aws-sdk/client-s3').S3Client }> | null = null;
+  const load = () =>
+    (sdk ??= Promise.all([import('@aws-sdk/client-s3'), import('@aws-sdk/lib-storage')]).then(([s3, storage]) => ({
+      s3,
+      storage,
+      client: new s3.S3Client({
+        region: cfg.region,
+        forcePathStyle: cfg.forcePathStyle,
+        ...(cfg.endpoint ? { endpoint: cfg.endpoint } : {}),
+        ...(cfg.accessKeyId && cfg.secretAccessKey
+          ? { credentials: { accessKeyId: cfg.accessKeyId, secretAccessKey: cfg.secretAccessKey } }
+          : {}),
+        // Our frames are already authenticated; the SDK's default CRC on every request is extra
+        // work some S3-compatible servers reject.
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
+      }),
+    })));
   return {
     kind: 's3',
     async put(key, body) {
-      const upload = new Upload({
+      const { storage, client } = await load();
+      const upload = new storage.Upload({
         client,
         params: { Bucket: cfg.bucket, Key: checkKey(key), Body: body, ContentType: 'application/octet-stream' },
         partSize: 8 * 1024 * 1024,
@@ -90,21 +97,23 @@ export function createS3ObjectStore(cfg: S3Config): ObjectStore {
       await upload.done();
     },
     async get(key, range) {
+      const { s3, client } = await load();
       try {
         const out = await client.send(
-          new GetObjectCommand({ Bucket: cfg.bucket, Key: checkKey(key), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+          new s3.GetObjectCommand({ Bucket: cfg.bucket, Key: checkKey(key), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
         );
         if (!out.Body) throw new Error('S3 object has no body');
         return out.Body as Readable;
       } catch (err) {
-        if (err instanceof NoSuchKey) {
+        if (err instanceof s3.NoSuchKey) {
           throw Object.assign(new Error('object not found'), { code: 'ENOENT' });
         }
         throw err;
       }
     },
     async delete(key) {
-      await client.send(new DeleteObjectCommand({ Bucket: cfg.bucket, Key: checkKey(key) }));
+      const { s3, client } = await load();
+      await client.send(new s3.DeleteObjectCommand({ Bucket: cfg.bucket, Key: checkKey(key) }));
     },
   };
 }

@@ -18,8 +18,10 @@ interface ZipcodesModule {
   lookup(zip: string | number): ZipRecord | undefined;
 }
 
-// A CommonJS package without types: loaded once, and only the one function used is typed.
-const zipcodes = createRequire(import.meta.url)('zipcodes') as ZipcodesModule;
+// A CommonJS package without types, and 85 MB of ZIP data once parsed: loaded on the first
+// lookup (not by every process that builds the services), and only the one function is typed.
+let zipcodes: ZipcodesModule | null = null;
+const zipData = () => (zipcodes ??= createRequire(import.meta.url)('zipcodes') as ZipcodesModule);
 
 /**
  * The ZIP of a US address: the last 5-digit group (optionally ZIP+4) — the last, because a
@@ -33,7 +35,7 @@ export function zipOf(address: string): string | null {
 export function zipCentroid(address: string): LatLng | null {
   const zip = zipOf(address);
   if (!zip) return null;
-  const rec = zipcodes.lookup(zip);
+  const rec = zipData().lookup(zip);
   if (!rec || rec.country !== 'US' || !Number.isFinite(rec.latitude) || !Number.isFinite(rec.longitude)) return null;
   return { lat: rec.latitude, lng: rec.longitude };
 }

@@ -7,7 +7,7 @@ import type { Config } from '../../config.ts';
 import { Conflict, Invalid, NotFound } from '../../errors.ts';
 import type { Principal } from '../auth/sessions.ts';
 import { findUserById } from '../users/user-profile.ts';
-import { createAppleStore, type AppleStore } from './apple-store.ts';
+import type { AppleStore } from './apple-store.ts';
 import { createGooglePlay, type GooglePlay, type PubSubPush } from './google-play.ts';
 import { readSubscription } from './subscription-facts.ts';
 import { invalidReceipt, type StoreSubscription } from './store-subscription.ts';
@@ -32,7 +32,7 @@ export function createSubscriptions(deps: {
   google?: GooglePlay | null;
 }) {
   const { db, clock, config } = deps;
-  const apple = deps.apple !== undefined ? deps.apple : config.appleIap ? createAppleStore(config.appleIap) : null;
+  const apple = deps.apple !== undefined ? deps.apple : config.appleIap ? lazyAppleStore(config.appleIap) : null;
   const google =
     deps.google !== undefined ? deps.google : config.googlePlay ? createGooglePlay(config.googlePlay, { clock, jwksUrl: config.social.google.jwksUrl }) : null;
 
@@ -166,3 +166,17 @@ export function createSubscriptions(deps: {
 }
 
 export type Subscriptions = ReturnType<typeof createSubscriptions>;
+
+/**
+ * Apple's library (and its certificate stack) is loaded on the first App Store call, not at
+ * boot: every process that builds the services — each CLI command too — would otherwise pay
+ * for it, configured or not.
+ */
+function lazyAppleStore(c: NonNullable<Config['appleIap']>): AppleStore {
+  let store: Promise<AppleStore> | null = null;
+  const get = () => (store ??= import('./apple-store.ts').then((m) => m.createAppleStore(c)));
+  return {
+    transaction: async (transactionId) => (await get()).transaction(transactionId),
+    notification: async (signedPayload) => (await get()).notification(signedPayload),
+  };
+}
