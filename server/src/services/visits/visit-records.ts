@@ -11,7 +11,7 @@ import type { Db } from '../../db/database.ts';
 import { NotFound } from '../../errors.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import { minutes, patientBriefs } from '../reports/visit-facts.ts';
-import { TIMER_SEQUENCE, type TimerEventType } from './timer-sequence.ts';
+import { TIMER_SEQUENCE, type TimerEventType } from '@fieldchart/schema/rules';
 import { isUuid } from '../ids.ts';
 
 export type VisitRecord = z.infer<typeof visitSchema>;
