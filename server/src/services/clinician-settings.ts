@@ -22,10 +22,6 @@ export interface ClinicianSettings {
 
 // Building an Intl.DateTimeFormat costs far more than using one (it showed in request
 // profiles). Zones are validated IANA names, a bounded set, so one of each per zone is kept.
-// The date helpers live in the shared rules (the device computes "today" the same way);
-// re-exported here for the services that take them with the settings.
-export { localDate, localTime, wallTimeExists, zonedInstant } from '@fieldchart/schema/rules';
-
 /** A clinician's settings with the defaults merged in for whatever they never set. */
 export async function readClinicianSettings(tx: Db, userId: string): Promise<ClinicianSettings> {
   const [row] = await tx.select().from(clinicianSettings).where(eq(clinicianSettings.userId, userId));

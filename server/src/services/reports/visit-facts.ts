@@ -137,10 +137,6 @@ export async function patientBriefs(
   return out;
 }
 
-// ---- calendar arithmetic and rounding: the shared rules (the device counts the same way),
-// re-exported for the report services.
-export { addDays, weekStart, minutesOf as minutes, round } from '@fieldchart/schema/rules';
-
 export function average(values: readonly number[]): number | null {
   return values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length;
 }

@@ -9,7 +9,8 @@ import type { Db } from '../../db/database.ts';
 import { Conflict, Invalid } from '../../errors.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
-import { wallTimeExists, type ClinicianSettingsService } from '../clinician-settings.ts';
+import { type ClinicianSettingsService } from '../clinician-settings.ts';
+import { wallTimeExists } from '@fieldchart/schema/rules';
 import { seatOf } from '../organizations/seats.ts';
 
 export type VisitRequest = z.infer<typeof visitRequestBody>;
