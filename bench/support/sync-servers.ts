@@ -19,7 +19,7 @@ import { startServerPair } from './server-pair.ts';
 import { sealPatient, openPatient } from '../../server/src/services/patients/patient-codec.ts';
 import { soapRecordOf, visitFieldsOf } from '../../server/src/services/visits/visit-records.ts';
 import { windowOf } from '../../server/src/sync/feed.ts';
-import { addDays } from '../../server/src/services/reports/visit-facts.ts';
+import { addDays } from '@fieldchart/schema/rules';
 import { startHocuspocusPair, type HocuspocusPair } from './sync-hocuspocus.ts';
 
 export interface SyncServers {

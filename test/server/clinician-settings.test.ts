@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import { clinicianSettings } from '@fieldchart/schema/db';
-import { DEFAULT_MILEAGE_RATE, DEFAULT_PAY_RATES, localDate, zonedInstant } from '../../server/src/services/clinician-settings.ts';
+import { DEFAULT_MILEAGE_RATE, DEFAULT_PAY_RATES } from '../../server/src/services/clinician-settings.ts';
+import { localDate, zonedInstant } from '@fieldchart/schema/rules';
 import { forEachBackend } from '../helpers/backends.ts';
 import { registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
 

@@ -6,6 +6,7 @@
 import type * as Y from 'yjs';
 import type { SignInResult } from '../rest/index.ts';
 import { createRestClient, type FetchLike, type RestClient } from '../rest/index.ts';
+import { addDays, localDate } from '@fieldchart/schema/rules';
 import type { MutationArgs } from '@fieldchart/schema/sync';
 import { PlatformWebSocket } from '#websocket';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
@@ -46,18 +47,8 @@ export function syncUrlOf(baseUrl: string): string {
   return u.toString();
 }
 
-/** Today's date (YYYY-MM-DD) in `timeZone`, or the device's zone. */
-export function localDate(now: Date, timeZone?: string): string {
-  const parts = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(now);
-  const get = (t: string) => parts.find((p) => p.type === t)?.value ?? '';
-  return `${get('year')}-${get('month')}-${get('day')}`;
-}
-
-function addDays(date: string, days: number): string {
-  const d = new Date(`${date}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + days);
-  return d.toISOString().slice(0, 10);
-}
+/** Today's date (YYYY-MM-DD) in `timeZone`, or the device's zone: the server's rule. */
+export { localDate };
 
 /**
  * Opens the device database at `dataDir`, restores the stored session and outbox, and starts

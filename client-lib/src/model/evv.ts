@@ -1,36 +1,27 @@
 /**
- * The EVV record and status a visit shows once the device adds timer events the server has not
- * seen yet: the same derivation the server applies (start_travel → arrive → start_documentation
- * → complete; arrival is `arrive`, departure is `complete`), so the optimistic view matches
- * what the feed brings back.
+ * The EVV record a visit shows once the device adds timer events the server has not seen yet,
+ * in the feed's row shape. Which events make the record and how times are counted is the
+ * shared rule (`@fieldchart/schema/rules`), so the optimistic view matches what the feed
+ * brings back.
  */
-import { TIMER_EVENT_TYPES } from '@fieldchart/schema/api';
+import { elapsedSeconds, evvSteps, minutesOf, sortTimerEvents } from '@fieldchart/schema/rules';
 import type { TimerEventRow, VisitRow } from '@fieldchart/schema/sync';
 
 type Evv = VisitRow['evv'];
 
-const rank = (t: string) => TIMER_EVENT_TYPES.indexOf(t as (typeof TIMER_EVENT_TYPES)[number]);
-
 /** Events in time order, ties in sequence order (the server's order). */
 export function sortEvents<E extends { event_type: string; event_time: string }>(events: readonly E[]): E[] {
-  return [...events].sort((a, b) => Date.parse(a.event_time) - Date.parse(b.event_time) || rank(a.event_type) - rank(b.event_type));
+  return sortTimerEvents(events, (e) => Date.parse(e.event_time), (e) => e.event_type);
 }
 
-const minutes = (from: TimerEventRow | undefined, to: TimerEventRow | undefined): number | null => {
-  if (!from || !to) return null;
-  const seconds = Math.round((Date.parse(to.event_time) - Date.parse(from.event_time)) / 1000);
-  return Math.round((seconds / 60 + Number.EPSILON) * 10) / 10;
-};
+const minutes = (from: TimerEventRow | undefined, to: TimerEventRow | undefined): number | null =>
+  minutesOf(elapsedSeconds(from && Date.parse(from.event_time), to && Date.parse(to.event_time)));
 
 const place = (e: TimerEventRow | undefined) =>
   e && e.latitude !== null && e.longitude !== null ? { latitude: e.latitude, longitude: e.longitude, accuracy: e.accuracy } : null;
 
 export function deriveEvv(events: readonly TimerEventRow[]): Evv {
-  const get = (t: string) => events.find((e) => e.event_type === t);
-  const travel = get('start_travel');
-  const arrive = get('arrive');
-  const documentation = get('start_documentation');
-  const complete = get('complete');
+  const { travel, arrive, documentation, complete } = evvSteps(events, (e) => e.event_type);
   return {
     travel_started_at: travel?.event_time ?? null,
     arrived_at: arrive?.event_time ?? null,
@@ -46,12 +37,3 @@ export function deriveEvv(events: readonly TimerEventRow[]): Evv {
 
 /** An EVV record with nothing recorded. */
 export const EMPTY_EVV: Evv = deriveEvv([]);
-
-/** Minutes a visit takes when scheduled without a duration (the server's defaults). */
-export const DURATION_BY_TYPE: Readonly<Record<string, number>> = {
-  evaluation: 75,
-  routine: 45,
-  reassessment: 60,
-  discharge: 60,
-  supervisory: 30,
-};

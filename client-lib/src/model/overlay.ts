@@ -4,9 +4,10 @@
  * leaving the outbox, and an acknowledged one gives way to the feed's rows (each step below
  * applies only where the server's copy does not have it yet).
  */
+import { defaultDurationMinutes } from '@fieldchart/schema/rules';
 import type { MileageRow, PatientRow, ReferralRow, SoapNoteRow, TimerEventRow, VisitRow } from '@fieldchart/schema/sync';
 import type { OutboxEntry } from '../storage/outbox.ts';
-import { DURATION_BY_TYPE, EMPTY_EVV, deriveEvv, sortEvents } from './evv.ts';
+import { EMPTY_EVV, deriveEvv, sortEvents } from './evv.ts';
 
 /** A note the device submitted that the server's rows do not show yet. */
 export interface PendingNote {
@@ -144,7 +145,7 @@ function scheduleVisit(ws: WorkingSet, e: OutboxEntry): void {
     referral_uuid: patientUuid ? openReferralOf(ws, patientUuid) : null,
     visit_date: String(a.visit_date),
     start_time: String(a.start_time),
-    duration_minutes: num(a.duration_minutes) ?? DURATION_BY_TYPE[visitType] ?? 45,
+    duration_minutes: num(a.duration_minutes) ?? defaultDurationMinutes(visitType),
     status: 'scheduled',
     visit_type: visitType,
     address: str(a.address) ?? patient?.address ?? null,

@@ -14,13 +14,13 @@ import * as syncProtocol from 'y-protocols/sync';
 import * as encoding from 'lib0/encoding';
 import * as decoding from 'lib0/decoding';
 import { fromBase64, toBase64 } from 'lib0/buffer';
+import { SOAP_SECTIONS, type SoapSection } from '@fieldchart/schema/rules';
 import type { ClientMessage } from '@fieldchart/schema/sync';
 import type { LocalDb } from '../storage/local-db.ts';
 import { appendDraftUpdate, confirmDraft, draftSeqs, hasDraft, loadDraftUpdates, unconfirmedDrafts } from '../storage/draft-store.ts';
 
 /** The sections of a SOAP draft, each a `Y.Text` of that name. */
-export const SOAP_SECTIONS = ['subjective', 'objective', 'assessment', 'plan'] as const;
-export type SoapSection = (typeof SOAP_SECTIONS)[number];
+export { SOAP_SECTIONS, type SoapSection };
 
 /** Transaction origins: what the server sent, and what was read back from the device. */
 const REMOTE = Symbol('fieldchart-remote');

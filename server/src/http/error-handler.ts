@@ -2,6 +2,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import type { ErrorBody } from '@fieldchart/schema/api';
+import { fieldErrorsFromIssues } from '@fieldchart/schema/rules';
 import { AppError, Invalid, type FieldErrors } from '../errors.ts';
 import { sqlState } from '../db/database.ts';
 import { safeError } from '../log-safety.ts';
@@ -47,12 +48,9 @@ export function frameworkErrorBody(err: { code?: string }): { status: number; bo
 }
 
 function fieldErrors(validation: ReadonlyArray<{ instancePath?: string; message?: string }>): FieldErrors {
-  const errors: FieldErrors = {};
-  for (const v of validation) {
-    const field = (v.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.') || 'body';
-    (errors[field] ??= []).push(v.message ?? 'is invalid');
-  }
-  return errors;
+  // The type provider reports each zod issue with its path as a JSON pointer.
+  const issues = validation.map((v) => ({ path: (v.instancePath ?? '').replace(/^\//, '').split('/'), message: v.message ?? 'is invalid' }));
+  return fieldErrorsFromIssues(issues, { root: 'body' });
 }
 
 const STATUS_TEXT: Record<number, string> = {

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import type { Readable } from 'node:stream';
 import type { z } from 'zod';
+import { fieldErrorsFromIssues } from '@fieldchart/schema/rules';
 import { AppError, Invalid, type FieldErrors } from '../errors.ts';
 import type { AudioService, StagedAudio } from '../services/audio/index.ts';
 
@@ -58,12 +59,7 @@ const drain = (stream: Readable) =>
   });
 
 function zodFieldErrors(error: z.ZodError): FieldErrors {
-  const out: FieldErrors = {};
-  for (const issue of error.issues) {
-    const field = issue.path.map(String).join('.') || 'body';
-    (out[field] ??= []).push(issue.code === 'invalid_type' && issue.input === undefined ? 'is required' : issue.message);
-  }
-  return out;
+  return fieldErrorsFromIssues(error.issues, { root: 'body', requiredMessage: true });
 }
 
 export async function readAudioMultipart<S extends z.ZodType>(req: FastifyRequest, opts: AudioMultipartOptions<S>): Promise<AudioMultipart<z.infer<S>>> {

@@ -8,6 +8,7 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import * as Y from 'yjs';
 import { draftUpdates } from '@fieldchart/schema/db';
+import type { SoapSection } from '@fieldchart/schema/rules';
 import { rowsOf, type Db } from '../db/database.ts';
 import { NotFound } from '../errors.ts';
 import type { PhiCrypto } from '../security/phi-crypto.ts';
@@ -18,8 +19,7 @@ import { CHANNELS } from './notifications.ts';
 export const DRAFT_CHANNEL = CHANNELS.draft;
 /** More stored updates than this and the document is merged into one row. */
 export const COMPACT_ABOVE = 200;
-export const SECTION_NAMES = ['subjective', 'objective', 'assessment', 'plan'] as const;
-export type DraftSections = Record<(typeof SECTION_NAMES)[number], string>;
+export type DraftSections = Record<SoapSection, string>;
 
 // The first key of the two-key advisory lock: a namespace, so the visit's hash cannot collide
 // with another feature's single-key locks. Any constant works if every node uses the same one.
@@ -189,6 +189,6 @@ export function createDraftStore(deps: { db: Db; phi: PhiCrypto; nodeId: string;
 }
 
 export function sectionsOfDoc(doc: Y.Doc): DraftSections {
-  const text = (name: (typeof SECTION_NAMES)[number]) => doc.getText(name).toString();
+  const text = (name: SoapSection) => doc.getText(name).toString();
   return { subjective: text('subjective'), objective: text('objective'), assessment: text('assessment'), plan: text('plan') };
 }

@@ -10,11 +10,11 @@ import type { Change, OrganizationConfigRow } from '@fieldchart/schema/sync';
 import { rowsOf, type Db } from '../db/database.ts';
 import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { PhiCrypto } from '../security/phi-crypto.ts';
-import { localDate } from '../services/clinician-settings.ts';
+import { localDate } from '@fieldchart/schema/rules';
 import { notificationRecord } from '../services/notifications/notifications.ts';
 import { statusRecordOf } from '../services/ai/pipeline/records.ts';
 import { openPatient } from '../services/patients/patient-codec.ts';
-import { addDays } from '../services/reports/visit-facts.ts';
+import { addDays } from '@fieldchart/schema/rules';
 import { soapRecordOf, visitFieldsOf } from '../services/visits/visit-records.ts';
 import { decodeCursor, encodeCursor, shortHash, type Cursor } from './cursor.ts';
 

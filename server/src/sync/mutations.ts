@@ -3,6 +3,7 @@
  * service call with the same arguments — one set of rules for both ways in.
  */
 import * as z from 'zod';
+import { fieldErrorsFromIssues } from '@fieldchart/schema/rules';
 import { MUTATION_ARGS, type MutationName } from '@fieldchart/schema/sync';
 import type { Db } from '../db/database.ts';
 import { Invalid, type FieldErrors } from '../errors.ts';
@@ -70,11 +71,7 @@ export function createMutationRunner(deps: MutationDeps): MutationRunner {
 }
 
 function validationError(error: z.ZodError): Invalid {
-  const errors: FieldErrors = {};
-  for (const issue of error.issues) {
-    const key = issue.path.map(String).join('.') || '_';
-    (errors[key] ??= []).push(issue.message);
-  }
+  const errors: FieldErrors = fieldErrorsFromIssues(error.issues, { root: '_' });
   const first = Object.entries(errors)[0];
   return new Invalid(first ? `${first[0]} ${first[1][0]}` : 'Invalid mutation arguments', errors);
 }

@@ -4,7 +4,8 @@ import { test } from 'node:test';
 import { problemsOf } from '../../../server/src/services/reports/dashboard.ts';
 import { earningsFor, reimbursableMiles } from '../../../server/src/services/reports/earnings.ts';
 import { summaryTotals, timeSavedFrom, TIME_SAVED_MIN_SAMPLE } from '../../../server/src/services/reports/summary.ts';
-import { addDays, weekStart, type VisitFact } from '../../../server/src/services/reports/visit-facts.ts';
+import { type VisitFact } from '../../../server/src/services/reports/visit-facts.ts';
+import { addDays, weekStart } from '@fieldchart/schema/rules';
 import { planVisits } from '../../../server/src/services/seed/demo-seed.ts';
 
 let n = 0;

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { applyTimerEvents, deriveEvv, TIMER_SEQUENCE, type TimerFact } from '../../../server/src/services/visits/timer-sequence.ts';
+import { applyTimerEvents, deriveEvv, TIMER_SEQUENCE, type TimerFact } from '@fieldchart/schema/rules';
 
 const T0 = Date.parse('2026-11-20T14:00:00Z');
 const fact = (eventType: TimerFact['eventType'], minute: number): TimerFact => ({

@@ -1,13 +1,12 @@
-import { eq, sql } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import { emailVerifications, users } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
-import { addSeconds, type Clock } from '../../clock.ts';
+import type { Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
 import { Conflict, NotFound, TooMany, Unauthorized } from '../../errors.ts';
 import { emailVerificationCode } from '../../mail/templates.ts';
-import { hashSecret, verifySecret } from '../../security/passwords.ts';
-import { newOtp } from '../../security/random-tokens.ts';
 import type { MailOutbox } from '../mail/mail-outbox.ts';
+import { issueOneTimeCode, tryOneTimeCode } from './one-time-code.ts';
 import type { Throttle } from '../throttle.ts';
 import { findUserById } from '../users/user-profile.ts';
 
@@ -33,17 +32,16 @@ export function createEmailVerification(deps: { db: Db; clock: Clock; config: Co
       if (sends.hits > limits.otpSendsPerEmailPerHour) {
         throw new TooMany('Too many verification codes requested; try again later', sends.retryAfterSeconds, 'too_many_attempts');
       }
-      const code = newOtp();
-      const otpHash = await hashSecret(code);
       const now = clock.now();
+      const issued = await issueOneTimeCode(limits, now);
       await db.transaction(async (tx) => {
-        const row = { userId: u.id, email: u.email, otpHash, expiresAt: addSeconds(now, limits.otpTtlSeconds), attempts: 0, createdAt: now };
+        const row = { userId: u.id, email: u.email, otpHash: issued.otpHash, expiresAt: issued.expiresAt, attempts: 0, createdAt: now };
         // A new code replaces the previous one.
         await tx.insert(emailVerifications).values(row).onConflictDoUpdate({ target: emailVerifications.userId, set: row });
         await deps.mail.enqueue(
           tx,
           u.email,
-          emailVerificationCode({ firstName: u.firstName, code, validMinutes: Math.round(limits.otpTtlSeconds / 60) }),
+          emailVerificationCode({ firstName: u.firstName, code: issued.code, validMinutes: issued.validMinutes }),
         );
       });
     },
@@ -56,16 +54,17 @@ export function createEmailVerification(deps: { db: Db; clock: Clock; config: Co
         .innerJoin(users, eq(users.id, emailVerifications.userId))
         .where(eq(emailVerifications.userId, userId));
       const pending = found?.pending;
-      if (!pending || pending.email !== found.email || pending.expiresAt <= now || pending.attempts >= limits.otpMaxAttempts) {
-        throw invalidCode();
-      }
-      // Count the try before checking it, so parallel guesses cannot exceed the limit.
-      const [counted] = await db
-        .update(emailVerifications)
-        .set({ attempts: sql`${emailVerifications.attempts} + 1` })
-        .where(eq(emailVerifications.userId, userId))
-        .returning({ attempts: emailVerifications.attempts });
-      if (!counted || counted.attempts > limits.otpMaxAttempts || !(await verifySecret(pending.otpHash, otp))) throw invalidCode();
+      if (!pending || pending.email !== found.email) throw invalidCode();
+      const ok = await tryOneTimeCode(pending, otp, now, limits, async (seen) => {
+        // The code read must still be the stored one: a new code resets the count to 0.
+        const [counted] = await db
+          .update(emailVerifications)
+          .set({ attempts: seen + 1 })
+          .where(and(eq(emailVerifications.userId, userId), eq(emailVerifications.attempts, seen), eq(emailVerifications.otpHash, pending.otpHash)))
+          .returning({ userId: emailVerifications.userId });
+        return counted !== undefined;
+      });
+      if (!ok) throw invalidCode();
       await db.transaction(async (tx) => {
         const [gone] = await tx.delete(emailVerifications).where(eq(emailVerifications.userId, userId)).returning({ email: emailVerifications.email });
         if (!gone) throw invalidCode();

@@ -5,9 +5,10 @@ import { addSeconds, type Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
 import { NotFound, TooMany, Unauthorized } from '../../errors.ts';
 import { passwordResetCode } from '../../mail/templates.ts';
-import { hashSecret, verifySecret } from '../../security/passwords.ts';
-import { newOpaqueToken, newOtp, sha256 } from '../../security/random-tokens.ts';
+import { hashSecret } from '../../security/passwords.ts';
+import { newOpaqueToken, sha256 } from '../../security/random-tokens.ts';
 import type { MailOutbox } from '../mail/mail-outbox.ts';
+import { issueOneTimeCode, tryOneTimeCode } from './one-time-code.ts';
 import type { Throttle } from '../throttle.ts';
 import { findUserByEmail } from '../users/user-profile.ts';
 import type { Sessions } from './sessions.ts';
@@ -43,10 +44,9 @@ export function createPasswordReset(deps: {
       }
       const u = await findUserByEmail(db, email);
       if (!u || u.disabledAt) throw new NotFound('No account with this email', 'email_not_found');
-      const code = newOtp();
       const flowToken = newOpaqueToken();
-      const otpHash = await hashSecret(code);
       const now = clock.now();
+      const issued = await issueOneTimeCode(limits, now);
       await db.transaction(async (tx) => {
         // A new code replaces any earlier one: only the newest mail works.
         await tx
@@ -56,14 +56,14 @@ export function createPasswordReset(deps: {
         await tx.insert(passwordResets).values({
           userId: u.id,
           flowTokenHash: sha256(flowToken),
-          otpHash,
-          otpExpiresAt: addSeconds(now, limits.otpTtlSeconds),
+          otpHash: issued.otpHash,
+          otpExpiresAt: issued.expiresAt,
           createdAt: now,
         });
         await deps.mail.enqueue(
           tx,
           u.email,
-          passwordResetCode({ firstName: u.firstName, code, validMinutes: Math.round(limits.otpTtlSeconds / 60) }),
+          passwordResetCode({ firstName: u.firstName, code: issued.code, validMinutes: issued.validMinutes }),
         );
       });
       return { token: flowToken };
@@ -72,16 +72,17 @@ export function createPasswordReset(deps: {
     async verifyOtp(flowToken: string, otp: string): Promise<{ reset_token: string }> {
       const now = clock.now();
       const [flow] = await db.select().from(passwordResets).where(eq(passwordResets.flowTokenHash, sha256(flowToken)));
-      if (!flow || flow.consumedAt || flow.verifiedAt || flow.otpExpiresAt <= now || flow.attempts >= limits.otpMaxAttempts) {
-        throw invalidOtp();
-      }
-      // Count the try before checking it, so parallel guesses cannot exceed the limit.
-      const [counted] = await db
-        .update(passwordResets)
-        .set({ attempts: flow.attempts + 1 })
-        .where(and(eq(passwordResets.id, flow.id), eq(passwordResets.attempts, flow.attempts)))
-        .returning({ id: passwordResets.id });
-      if (!counted || !(await verifySecret(flow.otpHash, otp))) throw invalidOtp();
+      if (!flow || flow.consumedAt || flow.verifiedAt) throw invalidOtp();
+      const stored = { otpHash: flow.otpHash, expiresAt: flow.otpExpiresAt, attempts: flow.attempts };
+      const ok = await tryOneTimeCode(stored, otp, now, limits, async (seen) => {
+        const [counted] = await db
+          .update(passwordResets)
+          .set({ attempts: seen + 1 })
+          .where(and(eq(passwordResets.id, flow.id), eq(passwordResets.attempts, seen)))
+          .returning({ id: passwordResets.id });
+        return counted !== undefined;
+      });
+      if (!ok) throw invalidOtp();
       const resetToken = newOpaqueToken();
       const [verified] = await db
         .update(passwordResets)

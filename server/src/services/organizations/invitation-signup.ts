@@ -5,8 +5,9 @@ import { addSeconds, type Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
 import { Invalid, NotFound, TooMany, Unauthorized } from '../../errors.ts';
 import { invitationCode } from '../../mail/templates.ts';
-import { hashSecret, verifySecret } from '../../security/passwords.ts';
-import { newOpaqueToken, newOtp, sha256 } from '../../security/random-tokens.ts';
+import { hashSecret } from '../../security/passwords.ts';
+import { newOpaqueToken, sha256 } from '../../security/random-tokens.ts';
+import { issueOneTimeCode, tryOneTimeCode } from '../auth/one-time-code.ts';
 import type { Sessions, TokenPair } from '../auth/sessions.ts';
 import type { MailOutbox } from '../mail/mail-outbox.ts';
 import type { Throttle } from '../throttle.ts';
@@ -71,15 +72,14 @@ export function createInvitationSignup(deps: {
       if (sends.hits > limits.otpSendsPerEmailPerHour) {
         throw new TooMany('Too many codes requested for this invitation; try again later', sends.retryAfterSeconds, 'too_many_attempts');
       }
-      const code = newOtp();
-      const otpHash = await hashSecret(code);
       const now = clock.now();
+      const issued = await issueOneTimeCode(limits, now);
       await db.transaction(async (tx) => {
         await tx
           .update(invitations)
           .set({
-            otpHash,
-            otpExpiresAt: addSeconds(now, limits.otpTtlSeconds),
+            otpHash: issued.otpHash,
+            otpExpiresAt: issued.expiresAt,
             otpAttempts: 0,
             verificationHash: null,
             verifiedAt: null,
@@ -88,7 +88,7 @@ export function createInvitationSignup(deps: {
         await deps.mail.enqueue(
           tx,
           invitation.email,
-          invitationCode({ organizationName: found.organizationName, code, validMinutes: Math.round(limits.otpTtlSeconds / 60) }),
+          invitationCode({ organizationName: found.organizationName, code: issued.code, validMinutes: issued.validMinutes }),
         );
       });
       return { email: invitation.email, organization_name: found.organizationName };
@@ -98,22 +98,24 @@ export function createInvitationSignup(deps: {
     async verifyOtp(token: string, otp: string): Promise<{ id: string }> {
       const found = await openByToken(db, token);
       const inv = found?.invitation;
-      if (!inv || !inv.otpHash || !inv.otpExpiresAt || inv.otpExpiresAt <= clock.now() || inv.otpAttempts >= limits.otpMaxAttempts) {
-        throw invalidOtp();
-      }
-      // Count the try before checking it, so parallel guesses cannot exceed the limit.
-      const [counted] = await db
-        .update(invitations)
-        .set({ otpAttempts: inv.otpAttempts + 1 })
-        .where(and(eq(invitations.id, inv.id), eq(invitations.otpAttempts, inv.otpAttempts), eq(invitations.otpHash, inv.otpHash)))
-        .returning({ id: invitations.id });
-      if (!counted || !(await verifySecret(inv.otpHash, otp))) throw invalidOtp();
+      if (!inv?.otpHash) throw invalidOtp();
+      const otpHash = inv.otpHash;
+      const stored = { otpHash, expiresAt: inv.otpExpiresAt, attempts: inv.otpAttempts };
+      const ok = await tryOneTimeCode(stored, otp, clock.now(), limits, async (seen) => {
+        const [counted] = await db
+          .update(invitations)
+          .set({ otpAttempts: seen + 1 })
+          .where(and(eq(invitations.id, inv.id), eq(invitations.otpAttempts, seen), eq(invitations.otpHash, otpHash)))
+          .returning({ id: invitations.id });
+        return counted !== undefined;
+      });
+      if (!ok) throw invalidOtp();
       const id = newOpaqueToken();
       // The code is used up: a second verify with it fails.
       const [verified] = await db
         .update(invitations)
         .set({ otpHash: null, otpExpiresAt: null, verificationHash: sha256(id), verifiedAt: clock.now() })
-        .where(and(eq(invitations.id, inv.id), eq(invitations.otpHash, inv.otpHash), eq(invitations.status, 'pending')))
+        .where(and(eq(invitations.id, inv.id), eq(invitations.otpHash, otpHash), eq(invitations.status, 'pending')))
         .returning({ id: invitations.id });
       if (!verified) throw invalidOtp();
       return { id };

@@ -10,7 +10,7 @@ import type { ClinicianContext } from '../../http/audit-context.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import { normaliseName } from '../../security/phi-keyring.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
-import { localDate } from '../clinician-settings.ts';
+import { localDate } from '@fieldchart/schema/rules';
 import { isUuid } from '../ids.ts';
 import { openPatient, sealPatient, type PatientPhi, type PatientRow, type ReferralRow } from './patient-codec.ts';
 import { countInt, lastVisitDatesOf, nextVisitsOf, openReferralsOf, ownedPatient, timeZoneOf, visitBriefOf, type VisitRow } from './patient-queries.ts';

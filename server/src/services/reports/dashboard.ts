@@ -7,19 +7,11 @@ import type { Clock } from '../../clock.ts';
 import type { ClinicianContext } from '../../http/audit-context.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
-import { localDate, type ClinicianSettingsService } from '../clinician-settings.ts';
+import { type ClinicianSettingsService } from '../clinician-settings.ts';
+import { localDate } from '@fieldchart/schema/rules';
 import { createVisitRecords } from '../visits/visit-records.ts';
-import {
-  addDays,
-  average,
-  documentationDueAt,
-  loadVisitFacts,
-  minutes,
-  problemCandidate,
-  round,
-  weekStart,
-  type VisitFact,
-} from './visit-facts.ts';
+import { average, documentationDueAt, loadVisitFacts, problemCandidate, type VisitFact } from './visit-facts.ts';
+import { addDays, minutesOf as minutes, round, weekStart } from '@fieldchart/schema/rules';
 
 type ProblemKind = z.infer<typeof problemNote>['problems'][number];
 

@@ -2,8 +2,10 @@ import type { z } from 'zod';
 import type { therapistEarning } from '@fieldchart/schema/api';
 import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../clock.ts';
-import { localDate, type ClinicianSettings, type ClinicianSettingsService } from '../clinician-settings.ts';
-import { loadVisitFacts, round, weekStart, type VisitFact } from './visit-facts.ts';
+import { type ClinicianSettings, type ClinicianSettingsService } from '../clinician-settings.ts';
+import { localDate } from '@fieldchart/schema/rules';
+import { loadVisitFacts, type VisitFact } from './visit-facts.ts';
+import { round, weekStart } from '@fieldchart/schema/rules';
 
 type Period = z.infer<typeof therapistEarning>['this_week'];
 

@@ -7,18 +7,11 @@ import type { ClinicianContext } from '../../http/audit-context.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import type { Principal } from '../auth/sessions.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
-import { localDate, type ClinicianSettingsService } from '../clinician-settings.ts';
+import { type ClinicianSettingsService } from '../clinician-settings.ts';
+import { localDate } from '@fieldchart/schema/rules';
 import { requireAdmin } from '../organizations/seats.ts';
-import {
-  addDays,
-  average,
-  loadVisitFacts,
-  median,
-  minutes,
-  patientBriefs,
-  round,
-  type VisitFact,
-} from './visit-facts.ts';
+import { average, loadVisitFacts, median, patientBriefs, type VisitFact } from './visit-facts.ts';
+import { addDays, minutesOf as minutes, round } from '@fieldchart/schema/rules';
 
 /** Each sample (AI-assisted, manual) needs this many timed visits before a saving is claimed. */
 export const TIME_SAVED_MIN_SAMPLE = 10;

@@ -2,7 +2,7 @@ import { and, asc, eq, gte, inArray, isNull, lte, sql, type SQL } from 'drizzle-
 import { patients, soapNotes, visitMileage, visits } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
-import { zonedInstant } from '../clinician-settings.ts';
+import { zonedInstant } from '@fieldchart/schema/rules';
 
 /*
  * The facts every report reads: a visit with its SOAP note's bookkeeping columns (never the
@@ -135,27 +135,6 @@ export async function patientBriefs(
     });
   }
   return out;
-}
-
-// ---- calendar arithmetic on YYYY-MM-DD strings (time-zone free once the local date is known)
-
-export function addDays(date: string, days: number): string {
-  const d = new Date(`${date}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + days);
-  return d.toISOString().slice(0, 10);
-}
-
-/** Monday of the week holding `date`. */
-export function weekStart(date: string): string {
-  const dow = new Date(`${date}T00:00:00Z`).getUTCDay(); // 0 = Sunday
-  return addDays(date, -((dow + 6) % 7));
-}
-
-export const minutes = (seconds: number | null): number | null => (seconds === null ? null : round(seconds / 60, 1));
-
-export function round(n: number, digits = 2): number {
-  const f = 10 ** digits;
-  return Math.round((n + Number.EPSILON) * f) / f;
 }
 
 export function average(values: readonly number[]): number | null {

@@ -17,9 +17,10 @@ import type { ClinicianContext } from '../../http/audit-context.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import type { Accounts } from '../auth/accounts.ts';
-import { localDate, zonedInstant, type ClinicianSettingsService } from '../clinician-settings.ts';
+import { type ClinicianSettingsService } from '../clinician-settings.ts';
+import { localDate, zonedInstant } from '@fieldchart/schema/rules';
 import type { Patients } from '../patients/index.ts';
-import { addDays } from '../reports/visit-facts.ts';
+import { addDays } from '@fieldchart/schema/rules';
 import type { Users } from '../users/users.ts';
 import { createVisitServices } from '../visits/index.ts';
 import {

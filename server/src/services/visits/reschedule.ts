@@ -8,7 +8,8 @@ import { visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import { Invalid } from '../../errors.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
-import { wallTimeExists, type ClinicianSettingsService } from '../clinician-settings.ts';
+import { type ClinicianSettingsService } from '../clinician-settings.ts';
+import { wallTimeExists } from '@fieldchart/schema/rules';
 import { visitNotFound } from './visit-records.ts';
 import { isUuid } from '../ids.ts';
 

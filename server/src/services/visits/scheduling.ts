@@ -2,25 +2,18 @@
 import { and, desc, eq, isNull } from 'drizzle-orm';
 import type * as z from 'zod';
 import type { visitRequestBody } from '@fieldchart/schema/api';
+import { defaultDurationMinutes } from '@fieldchart/schema/rules';
 import { patientReferrals, patients, schedulingPolicies, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
 import { Conflict, Invalid } from '../../errors.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
-import { wallTimeExists, type ClinicianSettingsService } from '../clinician-settings.ts';
+import { type ClinicianSettingsService } from '../clinician-settings.ts';
+import { wallTimeExists } from '@fieldchart/schema/rules';
 import { seatOf } from '../organizations/seats.ts';
 
 export type VisitRequest = z.infer<typeof visitRequestBody>;
-
-/** Minutes a visit takes when the request names no duration. */
-export const DURATION_BY_TYPE: Readonly<Record<string, number>> = {
-  evaluation: 75,
-  routine: 45,
-  reassessment: 60,
-  discharge: 60,
-  supervisory: 30,
-};
 
 export function createScheduling(deps: { db: Db; clock: Clock; phi: PhiCrypto; audit: AuditLog; settings: ClinicianSettingsService }) {
   const { clock, phi, audit, settings } = deps;
@@ -81,7 +74,7 @@ export function createScheduling(deps: { db: Db; clock: Clock; phi: PhiCrypto; a
           referralId,
           visitDate: input.visit_date,
           startTime: input.start_time,
-          durationMinutes: input.duration_minutes ?? policy?.minutes ?? DURATION_BY_TYPE[visitType] ?? 45,
+          durationMinutes: input.duration_minutes ?? policy?.minutes ?? defaultDurationMinutes(visitType),
           visitType,
           status: 'scheduled',
           addressEnc: phi.seal(address, 'visits', 'address_enc', id),

@@ -6,7 +6,7 @@ import { timerEvents, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import { Invalid } from '../../errors.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
-import { applyTimerEvents, deriveEvv, type TimerEventType, type TimerFact } from './timer-sequence.ts';
+import { applyTimerEvents, deriveEvv, type TimerEventType, type TimerFact } from '@fieldchart/schema/rules';
 import { findOwnedVisit } from './visit-records.ts';
 
 export type TimerEventsInput = z.infer<typeof timerEventsBody>;

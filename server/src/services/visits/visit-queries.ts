@@ -9,8 +9,9 @@ import { soapNotes, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
-import { localDate, type ClinicianSettingsService } from '../clinician-settings.ts';
-import { addDays } from '../reports/visit-facts.ts';
+import { type ClinicianSettingsService } from '../clinician-settings.ts';
+import { localDate } from '@fieldchart/schema/rules';
+import { addDays } from '@fieldchart/schema/rules';
 
 const minDate = (a: string, b: string) => (a < b ? a : b);
 import { findOwnedVisit, type VisitRecord, type VisitRecords } from './visit-records.ts';

@@ -10,8 +10,9 @@ import { soapNotes, timerEvents, visitMileage, visits } from '@fieldchart/schema
 import type { Db } from '../../db/database.ts';
 import { NotFound } from '../../errors.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
-import { minutes, patientBriefs } from '../reports/visit-facts.ts';
-import { TIMER_SEQUENCE, type TimerEventType } from './timer-sequence.ts';
+import { patientBriefs } from '../reports/visit-facts.ts';
+import { minutesOf as minutes } from '@fieldchart/schema/rules';
+import { TIMER_SEQUENCE, type TimerEventType } from '@fieldchart/schema/rules';
 import { isUuid } from '../ids.ts';
 
 export type VisitRecord = z.infer<typeof visitSchema>;

@@ -5,9 +5,11 @@
  * assessment; what comes next → plan), the clause's opening counts more than its middle, and
  * each discipline adds its own vocabulary. Pure: no I/O.
  */
+import { SOAP_SECTIONS, type SoapSection } from '@fieldchart/schema/rules';
 import { digitsFromWords } from './number-words.ts';
 
-export type Section = 'subjective' | 'objective' | 'assessment' | 'plan';
+/** A SOAP section (the shared list, so the generator names sections as drafts and notes do). */
+export type Section = SoapSection;
 
 interface Cue {
   readonly re: RegExp;
@@ -99,7 +101,7 @@ export interface Classification {
   readonly scores: Readonly<Record<Section, number>>;
 }
 
-const SECTIONS: readonly Section[] = ['subjective', 'objective', 'assessment', 'plan'];
+const SECTIONS: readonly Section[] = SOAP_SECTIONS;
 
 export function classifyClause(text: string, discipline: string): Classification {
   const t = digitsFromWords(text.toLowerCase()).replace(/[.!?]+$/, '');

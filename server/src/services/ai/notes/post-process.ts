@@ -11,12 +11,13 @@
  * nothing matched).
  */
 import { checklistFor, matchChecklist } from '@fieldchart/schema/checklists';
+import { SOAP_SECTIONS } from '@fieldchart/schema/rules';
 import { tokenize, type Token } from './clauses.ts';
 import { classifyClause, type Section } from './classify.ts';
 import { abnormalVitals, readVitals, type VitalSigns } from './vitals.ts';
 import type { GeneratedNote, SourceMapEntry, TranscriptSegment } from './types.ts';
 
-export const SECTIONS: readonly Section[] = ['subjective', 'objective', 'assessment', 'plan'];
+export const SECTIONS: readonly Section[] = SOAP_SECTIONS;
 
 export interface DraftSentence {
   readonly text: string;
