@@ -11,21 +11,13 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { bruteForceRoute, greatCircleMatrix, solveRoute, type LatLng, type RouteProblem } from '@fieldchart/schema/routing';
 import { setting } from './support/measure.ts';
+import { prng } from '../server/src/services/seed/demo-data.ts';
 
 const RUNS = setting('BENCH_ROUTE_RUNS', 40, 5, 500);
 const BRUTE_RUNS = setting('BENCH_BRUTE_RUNS', 5, 1, 50);
 
-/** A deterministic generator (mulberry32): the same instances every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The demo seed's deterministic generator (mulberry32): the same instances every run. */
+const rng = prng;
 
 function instance(n: number, seed: number): RouteProblem {
   const r = rng(seed);

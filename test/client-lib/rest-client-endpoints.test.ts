@@ -28,6 +28,7 @@ import { startGoogleStandIn, type GoogleStandIn } from '../helpers/store-stand-i
 import { newAccount, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { mailedVerificationCode } from '../helpers/verify-email.ts';
 import { speech } from '../server/audio/audio-fixtures.ts';
+import { silentWav } from '../helpers/wav.ts';
 
 const AUDIENCE = 'fieldchart-client-endpoints-test';
 const CLAIM_LINK = /\/claim\/([A-Za-z0-9_-]{43})\b/;
@@ -466,25 +467,12 @@ forEachBackend('client-lib REST client: every endpoint', (backend) => {
     const { api } = await clinician();
     const { uuid: visit } = await api.visits.schedule({ visit_date: '2026-03-02', start_time: '11:00', address: '5 Elm St' });
     // One second of silence: whatever engine this server has, the run fails (no speech, or no engine).
-    const pcm = Buffer.alloc(32_000);
-    const header = Buffer.alloc(44);
-    header.write('RIFF', 0);
-    header.writeUInt32LE(36 + pcm.length, 4);
-    header.write('WAVEfmt ', 8);
-    header.writeUInt32LE(16, 16);
-    header.writeUInt16LE(1, 20);
-    header.writeUInt16LE(1, 22);
-    header.writeUInt32LE(16_000, 24);
-    header.writeUInt32LE(32_000, 28);
-    header.writeUInt16LE(2, 32);
-    header.writeUInt16LE(16, 34);
-    header.write('data', 36);
-    header.writeUInt32LE(pcm.length, 40);
+    const wav = silentWav(32_000);
     const form = new FormData();
     form.append('schedule_uuid', visit);
     form.append('discipline', 'PT');
     form.append('encounter_type', 'daily_note');
-    form.append('audio', new Blob([new Uint8Array(Buffer.concat([header, pcm]))], { type: 'audio/wav' }), 'silence.wav');
+    form.append('audio', new Blob([new Uint8Array(wav)], { type: 'audio/wav' }), 'silence.wav');
     const { transcription_uuid: id } = await api.ai.processAudio(form);
     const failed = await eventually(
       async () => {

@@ -14,6 +14,7 @@ import { loadConfig } from '../../../../server/src/config.ts';
 import { createSpeechToText, parsePocketsphinxOutput, pocketsphinxInstalled, SttError } from '../../../../server/src/services/ai/stt/index.ts';
 import { createOpenAiStt, endpointOf } from '../../../../server/src/services/ai/stt/openai-stt.ts';
 import { startSttStandIn, verboseJson, type SttStandIn } from './stt-stand-in.ts';
+import { silentWav } from '../../../helpers/wav.ts';
 
 let standIn: SttStandIn;
 let dir: string;
@@ -24,21 +25,7 @@ before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fc-stt-'));
   wav = path.join(dir, 'speech.wav');
   // A tiny valid RIFF/WAVE header with a little silence: the client does not look inside.
-  const data = Buffer.alloc(3200);
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0);
-  header.writeUInt32LE(36 + data.length, 4);
-  header.write('WAVEfmt ', 8);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(16000, 24);
-  header.writeUInt32LE(32000, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36);
-  header.writeUInt32LE(data.length, 40);
-  fs.writeFileSync(wav, Buffer.concat([header, data]));
+  fs.writeFileSync(wav, silentWav(3200));
 });
 after(async () => {
   await standIn.close();
