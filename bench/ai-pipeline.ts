@@ -24,13 +24,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { run, type Runner } from 'graphile-worker';
 import { users, visits } from '@fieldchart/schema/db';
-import { loadConfig } from '../server/src/config.ts';
-import { openDatabase } from '../server/src/db/database.ts';
-import { applyMigrations } from '../server/src/db/migrate.ts';
+import { applyMigrations, buildServices, loadConfig, openDatabase, type Services } from '@fieldchart/server';
+// The job queue and the worker are what this bench measures, taken apart: internals, not the door.
 import { openJobQueuePool, prepareJobQueue } from '../server/src/jobs/job-queue-pool.ts';
 import { startWorker } from '../server/src/jobs/worker.ts';
-import { buildServices } from '../server/src/services/build.ts';
-import type { Services } from '../server/src/services/index.ts';
 import { startSttStandIn, verboseJson } from '../test/server/ai/pipeline/stt-stand-in.ts';
 
 const quick = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';

@@ -11,6 +11,17 @@
  *               → hub → feed query from the socket's cursor → frame)
  *   after-response  the REST response → the `changes` frame (what propagation adds to the write)
  *
+ * and, timed inside the servers' process on one clock (support/sync-servers.ts, write-to-device):
+ *
+ *   floor           what any design must spend: a raw NOTIFY round trip (pg_notify in a
+ *                   transaction → the LISTEN callback) + one primary-key read of the changed
+ *                   row + one websocket send of it to a client (parsed) — the aim's baseline
+ *   write→device    a transaction updating that row (its trigger pokes the owner) → the
+ *                   owner's device has the `changes` message (aim: ≤ 1.5× floor at p50, ≤ 2× at p99)
+ *
+ * Throughout, IDLE_DEVICES devices of other clinicians are connected and synced on the node:
+ * a poke for one user must cost the others nothing.
+ *
  * --quick (or BENCH_QUICK=1): 50 writes instead of 300. BENCH_CPU_PROF=<dir>: a CPU profile of
  * the servers during the writes. PGlite by default, PostgreSQL with BENCH_DATABASE_URL.
  * Output: a table, then one JSON line (last on stdout).
@@ -20,6 +31,9 @@ import { fmt, initialSync, latencies, latencyJson, machine, profiled, quick, rat
 
 const WRITES = quick ? 50 : 300;
 const WARMUP = 20;
+const IDLE_DEVICES = 100;
+/** Clinicians the idle devices belong to (a user holds at most 10 sockets on a node). */
+const IDLE_CLINICIANS = 20;
 
 const loadBefore = os.loadavg()[0] ?? 0;
 const child = await startSyncServers();
@@ -30,6 +44,20 @@ try {
   const user = await child.rpc('register', {});
   const { visitIds } = await child.rpc('seed-bulk', { userId: user.userId, patients: 5, visits: 20, eventsPerVisit: 0, withEvents: false });
   const visit = visitIds[0] as string;
+
+  process.stderr.write(`  ${IDLE_DEVICES} idle devices of ${IDLE_CLINICIANS} other clinicians…\n`);
+  const idle: SyncPeer[] = [];
+  for (let c = 0; c < IDLE_CLINICIANS; c++) {
+    const other = await child.rpc('register', {});
+    for (let d = 0; d < IDLE_DEVICES / IDLE_CLINICIANS; d++) {
+      const p = await SyncPeer.connect(s.syncUrl);
+      const synced = p.next('synced');
+      await p.hello(other.token);
+      await synced;
+      idle.push(p);
+    }
+  }
+  const idleFramesBefore = idle.reduce((n, p) => n + p.framesReceived, 0);
 
   process.stderr.write('  notify…\n');
   const notify = latencies((await child.rpc('notify-rtt', { count: WRITES, warmup: WARMUP })).latenciesMs);
@@ -88,11 +116,22 @@ try {
     peer.close();
   }
 
+  process.stderr.write('  floor and write → device…\n');
+  const direct = await profiled(child, `sync-write-to-device-${s.backend}`, () =>
+    child.rpc('write-to-device', { userId: user.userId, token: user.token, visitId: visitIds[1] as string, count: WRITES, warmup: WARMUP }),
+  );
+  const floor = latencies(direct.floorMs);
+  const write = latencies(direct.writeMs);
+  const idleFrames = idle.reduce((n, p) => n + p.framesReceived, 0) - idleFramesBefore;
+  for (const p of idle) p.close();
+
   const rows: Array<[string, string, Latencies]> = [
     ['notify', 'pg_notify in a tx → LISTEN callback', notify],
     ['rest', 'PUT mileage → response', latencies(rest)],
     ['propagate', 'PUT mileage → changes at the device', latencies(propagate)],
     ['after-response', 'REST response → changes at the device', latencies(afterResponse)],
+    ['floor', 'NOTIFY round trip + PK read + ws send', floor],
+    ['write→device', 'UPDATE in a tx → changes at the device', write],
   ];
   console.log(
     table(
@@ -101,12 +140,20 @@ try {
     ),
   );
   console.log(
+    `\nwrite→device vs floor: p50 ${fmt(write.p50, 2)} / ${fmt(floor.p50, 2)} ms = ${ratio(write.p50, floor.p50)} (aim ≤ 1.5×), ` +
+      `p99 ${fmt(write.p99, 2)} / ${fmt(floor.p99, 2)} ms = ${ratio(write.p99, floor.p99)} (aim ≤ 2×); ` +
+      `${IDLE_DEVICES} idle devices of other clinicians received ${idleFrames} frames meanwhile\n`,
+  );
+  console.log(
     JSON.stringify({
       bench: 'sync-propagation',
       backend: s.backend,
       quick,
       writes: WRITES,
       framesAtDevice: unrelated,
+      idleDevices: IDLE_DEVICES,
+      framesAtIdleDevices: idleFrames,
+      writeToDeviceVsFloor: { p50: Number((write.p50 / floor.p50).toFixed(2)), p99: Number((write.p99 / floor.p99).toFixed(2)) },
       ...machine(loadBefore),
       results: rows.map(([name, what, l]) => ({
         path: name,

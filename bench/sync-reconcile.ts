@@ -8,11 +8,13 @@
  * complete (one mutation each) and visit.mileage; one patient.create per ten mutations.
  * Visits are seeded fresh for every phase (a clinician of its own, PHI sealed).
  *
- * Baseline in the same run: the same writes through the REST endpoints over HTTP keep-alive —
+ * Baselines in the same run: the floor — the rows the outbox creates written by one batched
+ * INSERT per table in one transaction (no rules, no audit: `batched insert`) — and the same
+ * writes through the REST endpoints over HTTP keep-alive —
  * `rest×10` with ten connections (each owns a tenth of the visits, so a visit's events stay in
  * order) and, for 1k, `rest×1` one request at a time (an outbox drained over REST).
  *
- * --quick (or BENCH_QUICK=1): 200 and 1k. BENCH_CPU_PROF=<dir>: a CPU profile of the servers
+ * --quick (or BENCH_QUICK=1): 200 and 1k; BENCH_RECONCILE_SIZES=1000,10000 names the sizes. BENCH_CPU_PROF=<dir>: a CPU profile of the servers
  * during the largest sync drain. PGlite by default, PostgreSQL with BENCH_DATABASE_URL.
  * Output: a table, then one JSON line (last on stdout).
  */
@@ -21,7 +23,13 @@ import os from 'node:os';
 import type { MutationName } from '@fieldchart/schema/sync';
 import { fmt, initialSync, machine, profiled, quick, ratio, startSyncServers, SyncPeer, table, type SyncChild } from './support/sync-peer.ts';
 
-const SIZES = quick ? [200, 1_000] : [1_000, 10_000];
+const SIZES = process.env.BENCH_RECONCILE_SIZES
+  ? process.env.BENCH_RECONCILE_SIZES.split(',').map(Number)
+  : quick
+    ? [200, 1_000]
+    : [1_000, 10_000];
+/** BENCH_RECONCILE_REST=0: leave out the REST baselines (minutes on a loaded machine) while iterating. */
+const WITH_REST = process.env.BENCH_RECONCILE_REST !== '0';
 const IN_FLIGHT = 100;
 const REST_CONNECTIONS = 10;
 
@@ -33,7 +41,7 @@ interface Mutation {
 }
 
 /** The outbox of `size` mutations over fresh visits of a fresh clinician. */
-async function outbox(child: SyncChild, size: number): Promise<{ token: string; mutations: Mutation[] }> {
+async function outbox(child: SyncChild, size: number): Promise<{ token: string; userId: string; mutations: Mutation[] }> {
   const creates = Math.floor(size / 10);
   const nVisits = Math.floor((size - creates) / 5);
   const user = await child.rpc('register', {});
@@ -58,7 +66,7 @@ async function outbox(child: SyncChild, size: number): Promise<{ token: string; 
   }
   while (c < creates) mutations.push(patientCreate(c++));
   while (mutations.length < size) mutations.push(patientCreate(c++));
-  return { token: user.token, mutations };
+  return { token: user.token, userId: user.userId, mutations };
 }
 
 function patientCreate(i: number): Mutation {
@@ -177,29 +185,47 @@ try {
   {
     const w = await outbox(child, 100);
     await drainOverSync(s.syncUrl, w.token, w.mutations);
-    const r = await outbox(child, 100);
-    await drainOverRest(api, r.token, r.mutations, REST_CONNECTIONS);
+    if (WITH_REST) {
+      const r = await outbox(child, 100);
+      await drainOverRest(api, r.token, r.mutations, REST_CONNECTIONS);
+    }
   }
 
   const results: Array<{ size: number; path: string } & Drained> = [];
   for (const size of SIZES) {
     process.stderr.write(`  ${size}…\n`);
-    const a = await outbox(child, size);
-    results.push({ size, path: `rest×${REST_CONNECTIONS}`, ...(await drainOverRest(api, a.token, a.mutations, REST_CONNECTIONS)) });
-    if (size <= 1_000) {
+    if (WITH_REST) {
+      const a = await outbox(child, size);
+      results.push({ size, path: `rest×${REST_CONNECTIONS}`, ...(await drainOverRest(api, a.token, a.mutations, REST_CONNECTIONS)) });
+    }
+    if (WITH_REST && size <= 1_000) {
       const b = await outbox(child, size);
       results.push({ size, path: 'rest×1', ...(await drainOverRest(api, b.token, b.mutations, 1)) });
     }
+    // The floor: the same rows written by one batched INSERT per table (no rules, no audit).
+    const d = await outbox(child, size);
+    const inserted = await child.rpc('insert-rows', { userId: d.userId, mutations: d.mutations.map(({ name, args }) => ({ name, args })) });
+    results.push({ size, path: 'batched insert', ms: inserted.ms, acks: 0, rejects: 0, firstReject: null });
     const c = await outbox(child, size);
     const drain = () => drainOverSync(s.syncUrl, c.token, c.mutations);
     results.push({ size, path: 'sync', ...(size === SIZES.at(-1) ? await profiled(child, `sync-reconcile-${s.backend}-${size}`, drain) : await drain()) });
   }
 
   const baseOf = (size: number) => results.find((r) => r.size === size && r.path === `rest×${REST_CONNECTIONS}`)?.ms ?? Number.NaN;
+  const floorOf = (size: number) => results.find((r) => r.size === size && r.path === 'batched insert')?.ms ?? Number.NaN;
   console.log(
     table(
-      ['outbox', 'path', 'ms', 'mutations/s', `time vs rest×${REST_CONNECTIONS}`, 'acks', 'rejects'],
-      results.map((r) => [String(r.size), r.path, fmt(r.ms), fmt((r.size / r.ms) * 1000, 0), ratio(r.ms, baseOf(r.size)), String(r.acks), String(r.rejects)]),
+      ['outbox', 'path', 'ms', 'mutations/s', `time vs rest×${REST_CONNECTIONS}`, 'time vs batched insert', 'acks', 'rejects'],
+      results.map((r) => [
+        String(r.size),
+        r.path,
+        fmt(r.ms),
+        fmt((r.size / r.ms) * 1000, 0),
+        ratio(r.ms, baseOf(r.size)),
+        ratio(r.ms, floorOf(r.size)),
+        String(r.acks),
+        String(r.rejects),
+      ]),
     ),
   );
   const rejected = results.filter((r) => r.rejects > 0);
@@ -221,6 +247,7 @@ try {
         ms: Number(r.ms.toFixed(1)),
         mutationsPerSec: Math.round((r.size / r.ms) * 1000),
         timeRatioToRest: Number((r.ms / baseOf(r.size)).toFixed(2)),
+        timeRatioToBatchedInsert: Number((r.ms / floorOf(r.size)).toFixed(2)),
         acks: r.acks,
         rejects: r.rejects,
       })),

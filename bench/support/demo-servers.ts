@@ -22,7 +22,7 @@ if (!process.send) throw new Error('demo-servers runs as a child process of a be
 const { backend, bareUrl, server, stop } = await startServerPair();
 // Imported after the pair has set TEST_DATABASE_URL.
 const { API } = await import('../../test/helpers/test-server.ts');
-const { operationContext, runOperation } = await import('../../server/src/admin/operations.ts');
+const { operationContext, runOperation } = await import('@fieldchart/server');
 
 const seeded = (await runOperation(operationContext(server.runtime.services, server.runtime.database), 'seed.demo', {})) as {
   email: string;

@@ -138,7 +138,10 @@ export function jsonRows(rows: readonly Compared[]) {
 
 /** Forks `script` (IPC) and resolves with its `{ ready }` message. */
 export function startChild<R>(script: URL, timeoutMs = 180_000): Promise<{ child: ChildProcess; ready: R }> {
-  const child = fork(script, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // BENCH_CPU_PROF_DIR: the server process writes a V8 CPU profile there when it exits.
+  const profileDir = process.env.BENCH_CPU_PROF_DIR;
+  const execArgv = ['--import', 'tsx', ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])];
+  const child = fork(script, [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill();

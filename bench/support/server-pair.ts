@@ -11,6 +11,8 @@ import Fastify from 'fastify';
 import type { BackendName } from '../../test/helpers/backends.ts';
 import type { startTestServer as StartTestServer, TestServer } from '../../test/helpers/test-server.ts';
 
+const UNREACHABLE_RATE_LIMITS = { RATE_LIMIT_PER_USER_PER_MINUTE: '1000000000', RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '1000000000' };
+
 export interface ServerPair {
   readonly backend: BackendName;
   /** Origin of the bare Fastify server (GET /ping). */
@@ -33,7 +35,10 @@ export async function startServerPair(opts: Parameters<typeof StartTestServer>[1
   bare.get('/ping', async () => ({ status: true, data: { pong: true } }));
   await bare.listen({ host: '127.0.0.1', port: 0 });
 
-  const server = await startTestServer(backend, opts);
+  // A bench sends thousands of requests a second from one user and one address: the rate
+  // limits are raised out of reach, so every request is still counted (the production path
+  // is measured) but none is refused. A bench may pass its own values.
+  const server = await startTestServer(backend, { ...opts, env: { ...UNREACHABLE_RATE_LIMITS, ...opts.env } });
   let stopping: Promise<void> | null = null;
   const stop = () =>
     (stopping ??= (async () => {

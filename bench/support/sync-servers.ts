@@ -12,13 +12,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { WebSocket, WebSocketServer } from 'ws';
 import { Session } from 'node:inspector/promises';
 import { and, eq, gte, isNull, lte, sql } from 'drizzle-orm';
 import { patientReferrals, patients, soapNotes, timerEvents, visitMileage, visits } from '@fieldchart/schema/db';
 import { startServerPair } from './server-pair.ts';
 import { sealPatient, openPatient } from '../../server/src/services/patients/patient-codec.ts';
 import { soapRecordOf, visitFieldsOf } from '../../server/src/services/visits/visit-records.ts';
-import { windowOf } from '../../server/src/sync/feed.ts';
+import { windowOf } from '../../server/src/services/sync/feed.ts';
 import { addDays } from '@fieldchart/schema/rules';
 import { startHocuspocusPair, type HocuspocusPair } from './sync-hocuspocus.ts';
 
@@ -53,10 +55,32 @@ export interface SyncRpc {
     args: { userId: string; patients: number; visits: number; eventsPerVisit: number; withEvents?: boolean };
     result: { rows: number; ms: number; patientIds: string[]; visitIds: string[] };
   };
+  /**
+   * The reconcile baseline: the rows an outbox of mutations creates (timer events, each
+   * visit's last mileage, patients sealed beforehand, their referrals) written with one
+   * batched INSERT per table (cut at 4,000 rows for the parameter limit) in one transaction;
+   * `ms` times that transaction only.
+   */
+  'insert-rows': {
+    args: { userId: string; mutations: ReadonlyArray<{ name: string; args: Record<string, unknown> }> };
+    result: { rows: number; ms: number };
+  };
   /** The initial-sync baseline: the feed's rows for `userId` (all but the one organization_config row) read by plain selects (and, with `open`, decrypted). */
   'select-scope': { args: { userId: string; open: boolean }; result: { rows: number; ms: number } };
   /** LISTEN/NOTIFY round trips on the server's database: pg_notify in a transaction → the listener has it. */
   'notify-rtt': { args: { count: number; warmup: number }; result: { latenciesMs: number[] } };
+  /**
+   * Write → device beside its floor, both timed in this process on the same clock, one after
+   * the other (same load): `write` = a transaction updating one mileage row (its trigger
+   * pokes the owner) → a websocket device of that owner, in this process, has the `changes`
+   * message carrying it; `floor` = pg_notify in a transaction → the LISTEN callback → one
+   * primary-key read of that row → one websocket send of it as a `changes` frame → the client
+   * in this process has it (parsed). The device is synced (`synced` received) before each write.
+   */
+  'write-to-device': {
+    args: { userId: string; token: string; visitId: string; count: number; warmup: number };
+    result: { floorMs: number[]; writeMs: number[] };
+  };
   'profile-start': { args: Record<string, never>; result: null };
   /** Stops the CPU profile and writes it (a .cpuprofile, as node --cpu-prof writes). */
   'profile-stop': { args: { file: string }; result: { file: string } };
@@ -67,7 +91,7 @@ if (!process.send) throw new Error('sync-servers runs as a child process of a be
 const { backend, server, stop: stopPair } = await startServerPair();
 // Imported after the pair has set TEST_DATABASE_URL.
 const { API, newAccount } = await import('../../test/helpers/test-server.ts');
-const { operationContext, runOperation } = await import('../../server/src/admin/operations.ts');
+const { operationContext, runOperation } = await import('@fieldchart/server');
 const { services, database } = server.runtime;
 const db = services.unitOfWork.db;
 const phi = services.phi;
@@ -198,6 +222,63 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
     return { rows, ms: performance.now() - started, patientIds, visitIds };
   },
 
+  async 'insert-rows'({ userId, mutations }) {
+    const now = new Date();
+    const events: Array<typeof timerEvents.$inferInsert> = [];
+    const mileage = new Map<string, typeof visitMileage.$inferInsert>();
+    const patientRows: Array<typeof patients.$inferInsert> = [];
+    const referralRows: Array<typeof patientReferrals.$inferInsert> = [];
+    for (const { name, args } of mutations) {
+      if (name === 'visit.timer_events') {
+        const a = args as { schedule_uuid: string; events: Array<{ event_type: string; event_time: string; latitude: number; longitude: number; accuracy: number }> };
+        for (const e of a.events) {
+          events.push({ visitId: a.schedule_uuid, ownerId: userId, eventType: e.event_type, eventTime: new Date(e.event_time), latitude: e.latitude, longitude: e.longitude, accuracy: e.accuracy, createdAt: now });
+        }
+      } else if (name === 'visit.mileage') {
+        const a = args as { uuid: string; mileage: { total_miles: number; travel_miles?: number; onsite_miles?: number; recorded_at?: string } };
+        const m = a.mileage;
+        mileage.set(a.uuid, {
+          visitId: a.uuid,
+          ownerId: userId,
+          totalMiles: m.total_miles,
+          travelMiles: m.travel_miles ?? null,
+          onsiteMiles: m.onsite_miles ?? null,
+          recordedAt: m.recorded_at ? new Date(m.recorded_at) : now,
+          createdAt: now,
+          updatedAt: now,
+        });
+      } else if (name === 'patient.create') {
+        const a = args as { uuid: string; referral_uuid: string; first_name: string; last_name: string; phone?: string; address?: string; referral?: { discipline?: string; diagnosis_codes?: string[]; ordered_frequency?: string } };
+        patientRows.push({
+          id: a.uuid,
+          ownerId: userId,
+          ...sealPatient(phi, a.uuid, { first_name: a.first_name, last_name: a.last_name, email: null, phone: a.phone ?? null, address: a.address ?? null }),
+          createdAt: now,
+          updatedAt: now,
+        });
+        referralRows.push({
+          id: a.referral_uuid,
+          patientId: a.uuid,
+          ownerId: userId,
+          status: 'open',
+          discipline: a.referral?.discipline ?? null,
+          diagnosisCodes: a.referral?.diagnosis_codes ?? [],
+          orderedFrequency: a.referral?.ordered_frequency ?? null,
+          createdAt: now,
+          updatedAt: now,
+        });
+      }
+    }
+    const started = performance.now();
+    await db.transaction(async (tx) => {
+      for (const part of chunks(events, 4000)) await tx.insert(timerEvents).values(part);
+      for (const part of chunks([...mileage.values()], 4000)) await tx.insert(visitMileage).values(part);
+      for (const part of chunks(patientRows, 4000)) await tx.insert(patients).values(part);
+      for (const part of chunks(referralRows, 4000)) await tx.insert(patientReferrals).values(part);
+    });
+    return { rows: events.length + mileage.size + patientRows.length + referralRows.length, ms: performance.now() - started };
+  },
+
   async 'select-scope'({ userId, open }) {
     const started = performance.now();
     const { time_zone: timeZone } = await services.clinicianSettings.get(userId);
@@ -264,6 +345,105 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
       await unlisten();
     }
     return { latenciesMs };
+  },
+
+  async 'write-to-device'({ userId, token, visitId, count, warmup }) {
+    const syncUrl = `${server.url.replace(/^http/, 'ws')}${API}/sync`;
+    const opened = (ws: WebSocket) => new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject));
+    type Frame = { type: string; changes?: Array<{ table: string; row?: { recorded_at?: string } }> };
+    // Frames are queued: ws may deliver two in one tick, before a waiter is set again.
+    const frames: Frame[] = [];
+    let wake: (() => void) | null = null;
+    const device = new WebSocket(syncUrl, { perMessageDeflate: false });
+    device.on('message', (data: Buffer) => {
+      frames.push(JSON.parse(data.toString('utf8')) as Frame);
+      wake?.();
+    });
+    await opened(device);
+    const until = async (accept: (m: Frame) => boolean): Promise<void> => {
+      for (;;) {
+        while (frames.length > 0) if (accept(frames.shift() as Frame)) return;
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = null;
+      }
+    };
+    let synced = until((m) => m.type === 'synced');
+    device.send(JSON.stringify({ type: 'hello', protocol: 2, token, client_id: randomUUID(), cursor: null }));
+    await synced;
+    synced = until((m) => m.type === 'synced');
+    await db
+      .insert(visitMileage)
+      .values({ visitId, ownerId: userId, totalMiles: 1, recordedAt: new Date() })
+      .onConflictDoNothing();
+    await synced;
+
+    // The floor's socket: a bare websocket server and client, both in this process.
+    const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false });
+    await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
+    const serverSide = new Promise<WebSocket>((resolve) => wss.once('connection', resolve));
+    const floorClient = new WebSocket(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}`, { perMessageDeflate: false });
+    await opened(floorClient);
+    const floorSocket = await serverSide;
+    let floorDone: (() => void) | null = null;
+    floorClient.on('message', (data: Buffer) => {
+      JSON.parse(data.toString('utf8'));
+      floorDone?.();
+    });
+    const channel = 'fieldchart_bench_floor';
+    const onNotice = async () => {
+      const [row] = await db.select().from(visitMileage).where(eq(visitMileage.visitId, visitId));
+      if (!row) throw new Error('no mileage row');
+      const change = {
+        table: 'visit_mileage',
+        op: 'upsert',
+        id: row.visitId,
+        version: row.rowVersion,
+        row: { schedule_uuid: row.visitId, total_miles: row.totalMiles, travel_miles: row.travelMiles, onsite_miles: row.onsiteMiles, recorded_at: row.recordedAt.toISOString() },
+      };
+      floorSocket.send(JSON.stringify({ type: 'changes', changes: [change], checkpoint: 'floor', more: false }));
+    };
+    const onPayload = () => void onNotice().catch((err: Error) => console.error(`floor: ${err.message}`));
+    let unlisten: () => Promise<void>;
+    if (database.sql) unlisten = (await database.sql.listen(channel, onPayload)).unlisten;
+    else if (database.pglite) unlisten = await database.pglite.listen(channel, onPayload);
+    else throw new Error('no database to listen on');
+
+    const floorMs: number[] = [];
+    const writeMs: number[] = [];
+    const base = Date.now() - 7200_000;
+    try {
+      for (let i = 0; i < warmup + count; i++) {
+        const floorReceived = new Promise<void>((resolve) => (floorDone = resolve));
+        let started = performance.now();
+        await db.transaction(async (tx) => {
+          await tx.execute(sql`select pg_notify(${channel}, ${String(i)})`);
+        });
+        await floorReceived;
+        const floor = performance.now() - started;
+
+        const recordedAt = new Date(base + i * 1000);
+        const stamp = recordedAt.toISOString();
+        const delivered = until((m) => m.type === 'changes' && (m.changes ?? []).some((c) => c.table === 'visit_mileage' && c.row?.recorded_at === stamp));
+        started = performance.now();
+        await db.transaction(async (tx) => {
+          await tx.update(visitMileage).set({ totalMiles: 10 + (i % 50), recordedAt }).where(eq(visitMileage.visitId, visitId));
+        });
+        await delivered;
+        const write = performance.now() - started;
+        // The run ends with synced: the next write finds the device current.
+        await until((m) => m.type === 'synced');
+        if (i >= warmup) {
+          floorMs.push(floor);
+          writeMs.push(write);
+        }
+      }
+    } finally {
+      await unlisten();
+      floorClient.close();
+      device.close();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    }
+    return { floorMs, writeMs };
   },
 
   async 'profile-start'() {

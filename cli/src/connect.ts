@@ -1,6 +1,6 @@
 /**
  * How a CLI command reaches the database. Every command is one operation from
- * server/src/admin/operations.ts, run by one of two transports that answer the same JSON:
+ * `@fieldchart/server`'s `operations`, run by one of two transports that answer the same JSON:
  *
  * - PostgreSQL (DATABASE_URL): open the database, migrate, run the operation here, close.
  * - Embedded (PGlite), a live server holds the data dir: send the operation over the server's
@@ -10,22 +10,28 @@
  *   release. A server starting meanwhile waits for the lock; another CLI command too.
  */
 import { z } from 'zod';
-import type { Config } from '../../server/src/config.ts';
-import { adminSocketOf, callAdminSocket, type AdminReply } from '../../server/src/admin/admin-socket.ts';
 import {
+  acquireLock,
+  adminSocketOf,
+  AppError,
+  buildServices,
+  callAdminSocket,
+  DataDirBusy,
+  migrateDatabase,
+  openDatabase,
   operationContext,
   operations,
+  readLock,
+  redactText,
   runOperation,
+  type AdminReply,
+  type BuiltServices,
+  type Config,
+  type LockInfo,
   type OperationArgs,
   type OperationName,
   type OperationResult,
-} from '../../server/src/admin/operations.ts';
-import { acquireLock, DataDirBusy, readLock, type LockInfo } from '../../server/src/db/data-dir-lock.ts';
-import { openDatabase } from '../../server/src/db/database.ts';
-import { AppError } from '../../server/src/errors.ts';
-import { redactText } from '../../server/src/log-safety.ts';
-import { migrateDatabase } from '../../server/src/jobs/job-queue-pool.ts';
-import { buildServices } from '../../server/src/services/build.ts';
+} from '@fieldchart/server';
 import { CliError, EXIT } from './errors.ts';
 
 export interface Outcome<N extends OperationName> {
@@ -95,7 +101,7 @@ async function runHere(config: Config, name: OperationName, args: unknown): Prom
   } catch (err) {
     throw failure(err, true);
   }
-  let built: Awaited<ReturnType<typeof buildServices>> | null = null;
+  let built: BuiltServices | null = null;
   try {
     await migrateDatabase(config, database);
     built = await buildServices(config, database.db);

@@ -1,11 +1,12 @@
 /**
  * `npx fieldchart <command>`: the operator CLI. Each command is one operation from
- * server/src/admin/operations.ts; connect.ts decides how to reach the database.
+ * `@fieldchart/server`'s `operations`; connect.ts decides how to reach the database.
  */
 import fs from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { registerAi } from './commands/ai.ts';
 import { registerAudit } from './commands/audit.ts';
+import { registerBackup } from './commands/backup.ts';
 import { registerInvitation } from './commands/invitation.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerMail } from './commands/mail.ts';
@@ -42,6 +43,7 @@ export function buildProgram(): Command {
   registerSeed(program);
   registerKeys(program);
   registerAudit(program);
+  registerBackup(program);
   registerAi(program);
   return program;
 }

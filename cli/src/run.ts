@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { ConfigError, loadConfig, type Config } from '../../server/src/config.ts';
-import type { OperationArgs, OperationName, OperationResult } from '../../server/src/admin/operations.ts';
+import { ConfigError, loadConfig, type Config, type OperationArgs, type OperationName, type OperationResult } from '@fieldchart/server';
+import { execute } from './connect.ts';
 import { CliError, EXIT } from './errors.ts';
 
 export interface GlobalOptions {
@@ -28,11 +28,20 @@ export async function runAndPrint<N extends OperationName>(
   args: OperationArgs<N>,
   text: (result: OperationResult<N>) => string,
 ): Promise<void> {
+  await printedResult(command, name, args, text);
+}
+
+/** `runAndPrint` that also answers the result, for a command whose exit code depends on it. */
+export async function printedResult<N extends OperationName>(
+  command: Command,
+  name: N,
+  args: OperationArgs<N>,
+  text: (result: OperationResult<N>) => string,
+): Promise<OperationResult<N>> {
   const opts = command.optsWithGlobals<GlobalOptions>();
   const config = configFromEnvironment();
-  // Loaded on demand, so `--help` does not pay for the database drivers.
-  const { execute } = await import('./connect.ts');
   const { result, via } = await execute(config, name, args);
   if (opts.verbose) process.stderr.write(`fieldchart: ${via}\n`);
   process.stdout.write(opts.json ? `${JSON.stringify(result, null, 2)}\n` : text(result));
+  return result;
 }

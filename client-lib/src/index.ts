@@ -27,7 +27,7 @@ export type { DayPlan, PlanDayOptions } from './model/plan-day.ts';
 export type { DeviceNotification, Patient, Visit } from './model/views.ts';
 export type { Failure, Rejection } from './storage/outbox.ts';
 export type { SyncError, SyncStatus } from './sync/status.ts';
-export type { SyncEvents } from './sync/sync-engine.ts';
+export type { SyncEvents } from './sync/events.ts';
 export type { BackoffOptions } from './sync/backoff.ts';
 export type { SoapSection } from './sync/drafts.ts';
 export type { WebSocketConstructor, WebSocketLike } from './platform/websocket.ts';

@@ -1,6 +1,7 @@
 import './http/validation-messages.ts';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import pino from 'pino';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions, type RouteOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -8,17 +9,17 @@ import websocket from '@fastify/websocket';
 import { errorBody, MAX_PATH_PARAM } from '@fieldchart/schema/api';
 import { CLOSE_CODES } from '@fieldchart/schema/sync';
 import type { Clock } from './clock.ts';
-import {
-  jsonSchemaTransform,
-  jsonSchemaTransformObject,
-  serializerCompiler,
-  validatorCompiler,
-  type ZodTypeProvider,
-} from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from './config.ts';
+import { API_PREFIX } from './http/api-prefix.ts';
 import { authentication } from './http/authentication.ts';
 import { installErrorHandling, sendFrameworkError, writeClientError } from './http/error-handler.ts';
 import { idempotency } from './http/idempotency.ts';
+import { responseSerializerCompiler } from './http/response-serializer.ts';
+import { securityHeaders } from './http/security-headers.ts';
+import type { Metrics } from './metrics/metrics.ts';
+import { metricsPlugin } from './metrics/metrics-http.ts';
+import { addressLimitCheck, requestRateLimit } from './http/rate-limit.ts';
 import { accountRoutes } from './routes/account.ts';
 import { aiPipelineRoutes } from './routes/ai.ts';
 import { audioRoutes } from './routes/audio.ts';
@@ -36,7 +37,9 @@ import { schedulingRoutes } from './routes/scheduling.ts';
 import { subscriptionRoutes } from './routes/subscription.ts';
 import { visitRoutes } from './routes/visits.ts';
 import type { Services } from './services/index.ts';
+import { syncRoutes } from './routes/sync.ts';
 import { createSyncHub, MAX_FRAME_BYTES, type SyncHub } from './sync/hub.ts';
+import { syncHooksOf } from './sync/service-hooks.ts';
 import type { Notifications } from './sync/notifications.ts';
 
 declare module 'fastify' {
@@ -45,23 +48,32 @@ declare module 'fastify' {
   }
 }
 
-export const API_PREFIX = '/api/therapist/v1';
+export { API_PREFIX };
 
 export interface AppOptions {
   readonly config: Config;
   readonly services: Services;
   readonly probe: HealthProbe;
   /** The sync channel's wiring; without it (CLI-only apps) there is no /sync route. */
-  readonly sync?: { readonly notifications: Notifications; readonly clock: Clock };
+  readonly sync?: {
+    readonly notifications: Notifications;
+    readonly clock: Clock;
+    /** The database is one session (PGlite): the feed prepares its statements in SQL. */
+    readonly oneSession?: boolean;
+  };
+  /** Request, sync, job and pool figures (/metrics); absent when no one scrapes them. */
+  readonly metrics?: Metrics;
 }
 
 /**
  * Request logs carry the route, never the query string (a name search is PHI) nor headers
- * (bearer tokens).
+ * (bearer tokens). Lines go to stdout through an asynchronous destination: a request never
+ * waits on a write(2) of its log lines; pino flushes what is buffered when the process exits.
  */
 export function loggerOptions(level: string): FastifyServerOptions['logger'] {
   return {
     level,
+    ...(level === 'silent' ? {} : { stream: pino.destination({ dest: 1, sync: false }) }),
     serializers: {
       req: (req: { method: string; url: string; id: string }) => ({ id: req.id, method: req.method, path: req.url.split('?')[0] }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
@@ -95,7 +107,8 @@ function withoutUnusedSchemas<T>(document: T): T {
  * documented responses (the OpenAPI document lists every status the server returns): any
  * POST/PUT can meet malformed JSON (400), an oversized body (413), an unsupported Content-Type
  * (415), a bad or reused Idempotency-Key (422) or a retry racing the first (409); a path
- * parameter that names nothing is a 404; a query string that fails its schema a 422.
+ * parameter that names nothing is a 404; a query string that fails its schema a 422; any
+ * route answers 429 over the caller's request rate limit.
  */
 function documentFrameworkStatuses(route: RouteOptions): void {
   const schema = route.schema as { hide?: boolean; querystring?: unknown; response?: Record<string | number, unknown> } | undefined;
@@ -106,8 +119,8 @@ function documentFrameworkStatuses(route: RouteOptions): void {
     for (const code of codes) response[code] ??= errorBody;
   };
   // Node's HTTP parser answers these for any URL: a header block (or URL) over 16 KiB, a
-  // request slower than REQUEST_TIMEOUT_MS.
-  add(408, 431);
+  // request slower than REQUEST_TIMEOUT_MS. Any route answers 429 over the caller's rate limit.
+  add(408, 429, 431);
   if (methods.includes('POST') || methods.includes('PUT')) add(400, 409, 413, 415, 422);
   if (route.url.includes('/:')) add(404);
   if (schema.querystring) add(422);
@@ -151,9 +164,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  // Tests also run every response through its zod schema and compare (http/response-serializer.ts).
+  app.setSerializerCompiler(responseSerializerCompiler({ check: config.responseCheck }));
   installErrorHandling(app);
   app.addHook('onRoute', documentFrameworkStatuses);
+  await app.register(securityHeaders, { corsOrigins: config.corsOrigins, hsts: config.hsts });
+  if (opts.metrics) await app.register(metricsPlugin, { metrics: opts.metrics, token: config.metrics.token });
 
   await app.register(swagger, {
     openapi: {
@@ -194,7 +210,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     },
     transformObject: (input) => withoutUnusedSchemas(jsonSchemaTransformObject(input)),
   });
-  const hub = opts.sync ? createSyncHub({ services, notifications: opts.sync.notifications, clock: opts.sync.clock, log: app.log }) : null;
+  const syncLog = app.log.child({ component: 'sync' });
+  const syncMetrics = opts.metrics?.sync;
+  const hooks = opts.sync
+    ? syncHooksOf({ services, clock: opts.sync.clock, log: syncLog, oneSession: opts.sync.oneSession ?? false, ...(syncMetrics ? { metrics: syncMetrics } : {}) })
+    : null;
+  const hub =
+    opts.sync && hooks
+      ? createSyncHub({ hooks, notifications: opts.sync.notifications, clock: opts.sync.clock, log: syncLog, ...(syncMetrics ? { metrics: syncMetrics } : {}) })
+      : null;
   if (hub) {
     app.decorate('syncHub', hub);
     await app.register(websocket, {
@@ -210,13 +234,18 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     });
   }
 
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' }, staticCSP: true });
 
   await app.register(healthRoutes, { probe: opts.probe, workerExpected: config.worker.enabled });
 
   await app.register(
     async (api) => {
-      await api.register(authentication, { sessions: services.sessions });
+      // Requests authentication refuses count against their address (http/rate-limit.ts).
+      await api.register(authentication, { sessions: services.sessions, beforeRefusing: addressLimitCheck(api) });
+      await api.register(requestRateLimit, {
+        rate: services.requestRate,
+        limits: { perUser: config.limits.requestsPerUserPerMinute, perAddress: config.limits.requestsPerAddressPerMinute },
+      });
       await api.register(idempotency, { idempotency: services.idempotency });
       await api.register(authRoutes, { services });
       await api.register(accountRoutes, { services });
@@ -233,7 +262,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await api.register(audioRoutes, { services, apiPrefix: API_PREFIX });
       await api.register(aiChecklistRoutes, { services });
       await api.register(aiPipelineRoutes, { services });
-      if (hub) await api.register(hub.routes);
+      if (hub && hooks) await api.register(syncRoutes, { hub, hooks });
       api.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
     },
     { prefix: API_PREFIX },

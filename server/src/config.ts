@@ -22,6 +22,8 @@ const bool = (def: boolean) =>
 const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Also run every response through its zod schema and compare (default: on under NODE_ENV=test). */
+  RESPONSE_CHECK: z.enum(['true', 'false', '1', '0', 'yes', 'no']).optional(),
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
@@ -31,6 +33,12 @@ const envSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: int(3000, 0).pipe(z.number().max(65535)),
   TRUST_PROXY: bool(false),
+  // Browser origins allowed to call the API cross-origin; each an exact scheme://host[:port].
+  // /metrics: to bearers of this token on the API port, and/or on an address of its own.
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  CORS_ORIGINS: csv.pipe(z.array(z.string().regex(/^https?:\/\/[^/\s]+$/, 'must be comma-separated origins such as https://app.example.com (no path, no *)'))),
   TLS_CERT_FILE: z.string().optional(),
   TLS_KEY_FILE: z.string().optional(),
   APP_URL: z.url().default('http://localhost:3000'),
@@ -55,9 +63,12 @@ const envSchema = z.object({
   RESET_TOKEN_TTL_SECONDS: int(900, 60),
   OTP_SENDS_PER_EMAIL_PER_HOUR: int(5, 1),
   OTP_SENDS_PER_ADDRESS_PER_HOUR: int(100, 1),
+  ORGANIZATION_MAILS_PER_USER_PER_HOUR: int(30, 1),
   SIGNIN_FAILURES_PER_ACCOUNT: int(10, 1),
   SIGNIN_FAILURES_PER_ADDRESS: int(200, 1),
   SIGNIN_FAILURE_WINDOW_SECONDS: int(900, 1),
+  RATE_LIMIT_PER_USER_PER_MINUTE: int(1200, 0),
+  RATE_LIMIT_PER_ADDRESS_PER_MINUTE: int(600, 0),
   IDEMPOTENCY_TTL_SECONDS: int(24 * 3600, 60),
   WORKER_ENABLED: bool(true),
   WORKER_CONCURRENCY: int(4, 1),
@@ -163,6 +174,8 @@ export interface GooglePlayConfig {
 export interface Config {
   readonly env: 'development' | 'production' | 'test';
   readonly logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  /** Check each response against its zod schema besides the compiled serializer (http/response-serializer.ts). */
+  readonly responseCheck: boolean;
   readonly database: { readonly kind: 'pglite'; readonly dataDir: string } | {
     readonly kind: 'postgres';
     readonly url: string;
@@ -173,6 +186,12 @@ export interface Config {
   readonly port: number;
   readonly trustProxy: boolean;
   readonly tls: { readonly certFile: string; readonly keyFile: string } | null;
+  /** /metrics: `token` serves it on the API port to its bearers; `listen` on an address of its own. */
+  readonly metrics: { readonly token: string | null; readonly listen: { readonly host: string; readonly port: number } | null };
+  /** Origins allowed to call the API from a browser (CORS); empty: none. */
+  readonly corsOrigins: readonly string[];
+  /** Send Strict-Transport-Security: TLS terminated here, or APP_URL is https (a TLS proxy in front). */
+  readonly hsts: boolean;
   readonly appUrl: string;
   readonly mail: { readonly smtpUrl: string | null; readonly from: string };
   readonly social: {
@@ -195,9 +214,18 @@ export interface Config {
     readonly resetTokenTtlSeconds: number;
     readonly otpSendsPerEmailPerHour: number;
     readonly otpSendsPerAddressPerHour: number;
+    /** Member invitations and organization claims one user may mail per hour. */
+    readonly organizationMailsPerUserPerHour: number;
     readonly signinFailuresPerAccount: number;
     readonly signinFailuresPerAddress: number;
     readonly signinFailureWindowSeconds: number;
+    /**
+     * REST requests per minute (fixed windows counted in the database, shared by every node):
+     * per signed-in user, and per client address for requests that carry no valid token.
+     * 0: that limit is off.
+     */
+    readonly requestsPerUserPerMinute: number;
+    readonly requestsPerAddressPerMinute: number;
     readonly idempotencyTtlSeconds: number;
     readonly bodyLimitBytes: number;
   };
@@ -397,6 +425,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   return deepFreeze<Config>({
     env: e.NODE_ENV,
     logLevel: e.LOG_LEVEL,
+    responseCheck: e.RESPONSE_CHECK === undefined ? e.NODE_ENV === 'test' : ['true', '1', 'yes'].includes(e.RESPONSE_CHECK),
     database: e.DATABASE_URL
       ? { kind: 'postgres', url: e.DATABASE_URL, poolSize: e.DATABASE_POOL_SIZE }
       : { kind: 'pglite', dataDir: path.join(dataDir, 'pgdata') },
@@ -404,6 +433,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     host: e.HOST,
     port: e.PORT,
     trustProxy: e.TRUST_PROXY,
+    corsOrigins: e.CORS_ORIGINS,
+    metrics: { token: e.METRICS_TOKEN ?? null, listen: e.METRICS_PORT === undefined ? null : { host: e.METRICS_HOST, port: e.METRICS_PORT } },
+    hsts: Boolean(e.TLS_CERT_FILE && e.TLS_KEY_FILE) || e.APP_URL.startsWith('https://'),
     tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE } : null,
     appUrl: e.APP_URL.replace(/\/+$/, ''),
     mail: { smtpUrl: e.SMTP_URL ?? null, from: e.MAIL_FROM },
@@ -426,9 +458,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       resetTokenTtlSeconds: e.RESET_TOKEN_TTL_SECONDS,
       otpSendsPerEmailPerHour: e.OTP_SENDS_PER_EMAIL_PER_HOUR,
       otpSendsPerAddressPerHour: e.OTP_SENDS_PER_ADDRESS_PER_HOUR,
+      organizationMailsPerUserPerHour: e.ORGANIZATION_MAILS_PER_USER_PER_HOUR,
       signinFailuresPerAccount: e.SIGNIN_FAILURES_PER_ACCOUNT,
       signinFailuresPerAddress: e.SIGNIN_FAILURES_PER_ADDRESS,
       signinFailureWindowSeconds: e.SIGNIN_FAILURE_WINDOW_SECONDS,
+      requestsPerUserPerMinute: e.RATE_LIMIT_PER_USER_PER_MINUTE,
+      requestsPerAddressPerMinute: e.RATE_LIMIT_PER_ADDRESS_PER_MINUTE,
       idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
       bodyLimitBytes: e.BODY_LIMIT_BYTES,
     },

@@ -19,6 +19,8 @@ import { buildServices } from './services/build.ts';
 import type { InboundSmtp } from './services/messages/inbound-smtp.ts';
 import { notificationsOf } from './sync/notifications.ts';
 import { systemClock } from './clock.ts';
+import { createMetrics, type Metrics } from './metrics/metrics.ts';
+import { startMetricsListener } from './metrics/metrics-http.ts';
 import type { Services } from './services/index.ts';
 
 export interface Runtime {
@@ -31,6 +33,10 @@ export interface Runtime {
   readonly url: string | null;
   /** The inbound SMTP listener for patients' replies, when INBOUND_SMTP_PORT is set. */
   readonly inboundSmtp: InboundSmtp | null;
+  /** The figures of /metrics, when METRICS_TOKEN or METRICS_PORT is set. */
+  readonly metrics: Metrics | null;
+  /** The URL of the METRICS_PORT listener, when it listens. */
+  readonly metricsUrl: string | null;
   close(): Promise<void>;
 }
 
@@ -75,17 +81,23 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     const { services } = built;
 
     let worker: Worker | null = null;
+    const metrics =
+      config.metrics.token !== null || config.metrics.listen !== null
+        ? createMetrics({ db: database.db, appPoolMax: config.database.kind === 'postgres' ? config.database.poolSize : null })
+        : null;
     const app = await buildApp({
       config,
       services,
       probe: { database: () => database.ping(), workerRunning: () => worker?.running() ?? false },
-      sync: { notifications: notificationsOf(database), clock: opts.clock ?? systemClock },
+      sync: { notifications: notificationsOf(database), clock: opts.clock ?? systemClock, oneSession: database.kind === 'pglite' },
+      ...(metrics ? { metrics } : {}),
     });
     await app.syncHub?.start();
     cleanups.push(() => app.close());
 
     const pool: pg.Pool = openJobQueuePool(config, database, config.worker.concurrency + 2);
     cleanups.push(() => pool.end());
+    metrics?.watchJobPool(pool);
     await prepareJobQueue(pool, {
       onError: (err) => app.log.error({ err: safeError(err) }, 'job queue connection error'),
       log: app.log,
@@ -124,6 +136,13 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       await app.ready();
     }
 
+    let metricsUrl: string | null = null;
+    if (metrics && config.metrics.listen && opts.listen !== false) {
+      const listener = await startMetricsListener(metrics, config.metrics.listen.host, config.metrics.listen.port);
+      metricsUrl = listener.url;
+      cleanups.push(() => listener.close());
+    }
+
     let inboundSmtp: InboundSmtp | null = null;
     if (config.messages.inboundSmtp && opts.listen !== false) {
       // Loaded only when configured: the CLI and most servers never take mail in.
@@ -156,6 +175,8 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       worker,
       url,
       inboundSmtp,
+      metrics,
+      metricsUrl,
       close: () => (closing ??= cleanup()),
     };
   } catch (err) {

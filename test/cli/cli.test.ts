@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import postgres from 'postgres';
-import { lockFileOf } from '../../server/src/db/data-dir-lock.ts';
+import { lockFileOf } from '@fieldchart/server';
 import { backends } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { cliJson, deadPid, killAllServers, repoRoot, runCli, spawnServer, type ServerProcess } from '../helpers/processes.ts';

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { phiKeyFileOf } from '../../server/src/security/phi-keyring.ts';
+import { phiKeyFileOf } from '@fieldchart/server';
 import { backends } from '../helpers/backends.ts';
 import { cliJson, killAllServers, runCli, spawnServer } from '../helpers/processes.ts';
 import { API, newAccount, startTestServer } from '../helpers/test-server.ts';

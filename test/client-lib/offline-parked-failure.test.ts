@@ -2,17 +2,19 @@
  * A write the server cannot apply for a reason that is not the write's (here a database
  * trigger that raises, standing in for a bug): the real server answers `retry` a bounded
  * number of times, then `failed`; the offline client keeps the write (with its arguments) in
- * its failures, counts it in the status, and the writes queued behind it go through. Once the
- * cause is gone, `failures.retry()` sends it again under a new id and it is applied.
+ * its failures, counts it in the status, keeps it across an app restart, and the writes queued
+ * behind it go through. A parked write the app dismisses is dropped; once the cause is gone,
+ * `failures.retry()` sends the other again under a new id and it is applied.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 import { eq, sql } from 'drizzle-orm';
 import { patients } from '@fieldchart/schema/db';
 import { forEachBackend } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
-import { openClient } from './support.ts';
+import { openClient, tempDataDir } from './support.ts';
 
 forEachBackend('offline client: a write parked as failed', (backend) => {
   let server: TestServer;
@@ -28,7 +30,8 @@ forEachBackend('offline client: a write parked as failed', (backend) => {
 
   test('kept and surfaced on the device, the queue behind it moves on, and a retry later applies it', async () => {
     const user = await registerUser(server);
-    const client = await openClient(server.url);
+    const dir = tempDataDir();
+    let client = await openClient(server.url, dir);
     try {
       await client.signIn({ email: user.email, password: user.password });
       await client.sync.whenSynced({ timeoutMs: 30_000 });
@@ -54,6 +57,21 @@ forEachBackend('offline client: a write parked as failed', (backend) => {
       assert.equal(await stored(c.uuid), 1, 'the write queued behind it was applied');
       assert.equal(await stored(b.uuid), 0);
 
+      // Kept across a restart of the app: the parked write is in the device database.
+      await client.close();
+      client = await openClient(server.url, dir);
+      assert.deepEqual((await client.failures.list()).map((f) => f.mutationId), [parked?.mutationId]);
+      assert.equal(client.sync.status.failed, 1);
+      // A second one, which the app dismisses: dropped from the device, never applied.
+      const d = await client.patients.create({ first_name: 'Dismissed', last_name: 'Boom', referral: { discipline: 'BOOM' } });
+      await eventually(async () => assert.equal((await client.failures.list()).length, 2), { timeoutMs: 90_000 });
+      const dismissed = (await client.failures.list()).find((f) => (f.args as { uuid?: string }).uuid === d.uuid);
+      assert.ok(dismissed);
+      await client.failures.dismiss([dismissed.mutationId]);
+      assert.deepEqual((await client.failures.list()).map((f) => f.mutationId), [parked?.mutationId]);
+      assert.equal(client.sync.status.failed, 1);
+      assert.equal(await stored(d.uuid), 0);
+
       // The cause is fixed; the app retries the parked write: a new id, applied once.
       await server.runtime.database.db.execute(sql`drop trigger fuzz_boom on patient_referrals`);
       const [newId] = await client.failures.retry();
@@ -64,6 +82,7 @@ forEachBackend('offline client: a write parked as failed', (backend) => {
       assert.equal(client.sync.status.failed, 0);
     } finally {
       await client.close();
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -50,8 +50,8 @@ export class ProtocolPeer {
   userId = '0b7e7f2e-5a49-4c0e-9a51-2f6f0d1f6a11';
   /** Decides each new mutation; default: acknowledge. */
   onMutation: (m: MutationMsg, socket: PeerSocket) => MutationVerdict = () => ({ ack: null });
-  /** Called on hello before welcome; return a close code to refuse. */
-  onHello: (hello: Extract<ClientMessage, { type: 'hello' }>) => number | null = () => null;
+  /** Called on hello before welcome; return a close code to refuse, or 'ignore' to never answer. */
+  onHello: (hello: Extract<ClientMessage, { type: 'hello' }>) => number | null | 'ignore' = () => null;
   /** Batches of the feed sent per unit (checkpoint only on the last). */
   batchSize = 500;
   held: { m: MutationMsg; socket: PeerSocket }[] = [];
@@ -140,6 +140,7 @@ export class ProtocolPeer {
         if (m.type !== 'hello') return ws.close(4400, 'hello first');
         this.hellos.push(m);
         const refuse = this.onHello(m);
+        if (refuse === 'ignore') return;
         if (refuse !== null) return ws.close(refuse, 'refused');
         socket = {
           ws,

@@ -2,7 +2,9 @@
  * The shared database factory: every database-backed suite runs once per backend, PGlite
  * always and PostgreSQL when TEST_DATABASE_URL is set. Each call of `open()` gets a fresh,
  * fully migrated database restored from a template (PGlite: a dumped data dir; PostgreSQL:
- * CREATE DATABASE … TEMPLATE), so tests never share state.
+ * CREATE DATABASE … TEMPLATE), so tests never share state. It works below the server (the
+ * PGlite pg adapter, the migrations folder), so it imports the database layer by path rather
+ * than through `@fieldchart/server`.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';

@@ -1,4 +1,4 @@
-import type { Clock } from '../../server/src/clock.ts';
+import type { Clock } from '@fieldchart/server';
 
 /** A clock that tests move forward instead of sleeping. Starts at the real time. */
 export function manualClock(start = new Date()): Clock & { advance(seconds: number): void; set(d: Date): void } {

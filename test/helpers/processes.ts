@@ -86,11 +86,14 @@ export function spawnServer(
     via?: 'npm-start' | 'cli';
     /** A command the server runs under, e.g. `['unshare', '--pid', '--fork', …]`; `pid` is then that command's. */
     wrap?: readonly string[];
+    /** A built server (`npm run build`'s dist/server/main.js), run by plain node. */
+    entry?: string;
   } = {},
 ): ServerProcess {
   const spawnedAt = performance.now();
-  const args =
-    opts.via === 'cli'
+  const args = opts.entry
+    ? [opts.entry]
+    : opts.via === 'cli'
       ? [path.join(repoRoot, 'cli/bin/fieldchart.js'), 'serve']
       : ['--import', 'tsx', path.join(repoRoot, 'server/src/main.ts')];
   const [command, ...prefix] = opts.wrap && opts.wrap.length > 0 ? [...opts.wrap, process.execPath] : [process.execPath];

@@ -74,10 +74,10 @@ export async function openSync(server: TestServer | string): Promise<SyncSocket>
   };
 }
 
-/** Opens a socket and says hello; answers the socket and the welcome. */
-export async function helloSync(server: TestServer | string, token: string, clientId: string, cursor: string | null = null) {
+/** Opens a socket and says hello (protocol 1 unless told); answers the socket and the welcome. */
+export async function helloSync(server: TestServer | string, token: string, clientId: string, cursor: string | null = null, protocol: number | { protocol?: number } = 1) {
   const socket = await openSync(server);
-  socket.send({ type: 'hello', protocol: 1, token, client_id: clientId, cursor });
+  socket.send({ type: 'hello', protocol: typeof protocol === 'number' ? protocol : (protocol.protocol ?? 1), token, client_id: clientId, cursor });
   const welcome = await socket.next('welcome');
   return { socket, welcome };
 }

@@ -1,15 +1,14 @@
 /**
  * A real Fieldchart server for a suite: real HTTP on a loopback port, a fresh database from
  * the backend factory, the real worker, and a real SMTP conversation with a local sink.
+ *
+ * Whole-server tests reach the server through its door, `@fieldchart/server`, as the CLI does.
+ * A unit test of one internal module may import that module by path (README, Layout: Doors).
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { API_PREFIX } from '../../server/src/app.ts';
-import { loadConfig, type Config } from '../../server/src/config.ts';
-import { startRuntime, type Runtime } from '../../server/src/runtime.ts';
-import { openDatabase } from '../../server/src/db/database.ts';
-import type { Clock } from '../../server/src/clock.ts';
+import { API_PREFIX, loadConfig, openDatabase, startRuntime, type Clock, type Config, type Runtime } from '@fieldchart/server';
 import type { TestBackend, TestDatabase } from './backends.ts';
 import { startSmtpSink, type SmtpSink } from './smtp-sink.ts';
 

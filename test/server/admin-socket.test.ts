@@ -6,7 +6,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import type { FastifyBaseLogger } from 'fastify';
 import { startAdminSocket } from '../../server/src/admin/admin-socket.ts';
-import type { OperationContext } from '../../server/src/admin/operations.ts';
+import type { OperationContext } from '@fieldchart/server';
 
 function post(socketPath: string, name: string, body: string): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {

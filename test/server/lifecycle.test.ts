@@ -9,7 +9,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { lockFileOf } from '../../server/src/db/data-dir-lock.ts';
+import { lockFileOf } from '@fieldchart/server';
 import { eventually } from '../helpers/eventually.ts';
 import { freePort, killAllServers, spawnServer, type ServerProcess } from '../helpers/processes.ts';
 import { API, newAccount } from '../helpers/test-server.ts';

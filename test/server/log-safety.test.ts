@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { openDatabase } from '../../server/src/db/database.ts';
+import { openDatabase } from '@fieldchart/server';
 import { redactText, safeError } from '../../server/src/log-safety.ts';
 
 const CANARY_EMAIL = 'jane.canary@example.org';

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import type { PGlite } from '@electric-sql/pglite';
-import { operationContext, runOperation } from '../../server/src/admin/operations.ts';
+import { operationContext, runOperation } from '@fieldchart/server';
 import { createPhiRotation } from '../../server/src/services/keys/phi-rotation.ts';
 import { PHI_TABLES } from '../../server/src/services/phi-columns.ts';
 import { phiKeyFileOf } from '../../server/src/security/phi-keyring.ts';

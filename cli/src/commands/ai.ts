@@ -9,10 +9,19 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { CHECKLIST_DISCIPLINES } from '@fieldchart/schema/checklists';
-import { createNoteGenerator, NoteGenerationError, type GeneratedNote } from '../../../server/src/services/ai/notes/index.ts';
-import { createSpeechToText, NO_ENGINE_MESSAGE, SttError, type Transcript } from '../../../server/src/services/ai/stt/index.ts';
-import { AudioProcessingError, normaliseToPcm16kMono } from '../../../server/src/services/audio/ffmpeg.ts';
-import { sniffAudio, SNIFF_BYTES } from '../../../server/src/services/audio/sniff.ts';
+import {
+  AudioProcessingError,
+  createNoteGenerator,
+  createSpeechToText,
+  NO_ENGINE_MESSAGE,
+  NoteGenerationError,
+  normaliseToPcm16kMono,
+  SNIFF_BYTES,
+  sniffAudio,
+  SttError,
+  type GeneratedNote,
+  type Transcript,
+} from '@fieldchart/server';
 import { CliError, EXIT } from '../errors.ts';
 import { configFromEnvironment, type GlobalOptions } from '../run.ts';
 

@@ -1,6 +1,8 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { wholeNumber } from '../options.ts';
-import { runAndPrint } from '../run.ts';
+import type { AuditVerification, BrokenLink } from '@fieldchart/server';
+import { CliError } from '../errors.ts';
+import { printedResult, runAndPrint } from '../run.ts';
 
 function instant(value: string): string {
   if (Number.isNaN(Date.parse(value))) throw new InvalidArgumentError('must be an ISO 8601 date or time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z');
@@ -8,6 +10,22 @@ function instant(value: string): string {
 }
 
 const count = wholeNumber(1, 1_000_000);
+
+const REASONS: Record<BrokenLink['reason'], string> = {
+  altered: 'the row was changed after it was written',
+  missing: 'rows before it are missing or out of place',
+  truncated: 'rows at the end of the chain are missing',
+};
+
+function describeLink(link: BrokenLink): string {
+  return `chain ${link.chain}, position ${link.seq}${link.id === null ? '' : `, audit row id ${link.id}`}: ${REASONS[link.reason]}`;
+}
+
+function verificationText(v: AuditVerification): string {
+  const checked = `${v.rowsChecked} rows in ${v.chainsChecked} chains`;
+  if (v.ok) return `audit trail intact: ${checked}\n${v.heads.map((h) => `head ${h.chain} ${h.seq} ${h.hash}\n`).join('')}`;
+  return `audit trail BROKEN (${checked}); first broken link of each broken chain, earliest first:\n${v.broken.map((b) => `  ${describeLink(b)}\n`).join('')}`;
+}
 
 export function registerAudit(program: Command): void {
   const audit = program.command('audit').description('The PHI access trail (who read or changed which record, never the PHI itself)');
@@ -26,4 +44,17 @@ export function registerAudit(program: Command): void {
         (entries) => entries.map((e) => `${JSON.stringify(e)}\n`).join(''),
       ),
     );
+
+  audit
+    .command('verify')
+    .description(
+      'Recompute the hash chains of the audit trail and name the first broken link; exit 1 if one is broken. ' +
+        'Prints each chain\'s head: keep them outside the database to prove later that nothing was rewritten',
+    )
+    .option('--chain <key>', 'verify one chain only (user:<uuid>, org:<uuid> or system)')
+    .action(async (opts: { chain?: string }, cmd: Command) => {
+      const result = await printedResult(cmd, 'audit.verify', opts.chain ? { chain: opts.chain } : {}, verificationText);
+      const first = result.broken[0];
+      if (first) throw new CliError(`the audit trail is broken; first broken link: ${describeLink(first)}`, 'audit_chain_broken');
+    });
 }

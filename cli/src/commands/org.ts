@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ORGANIZATION_STATUSES } from '@fieldchart/schema/api';
-import type { OperationResult } from '../../../server/src/admin/operations.ts';
+import type { OperationResult } from '@fieldchart/server';
 import { limit } from '../options.ts';
 import { fields, plural, table } from '../output.ts';
 import { runAndPrint } from '../run.ts';

@@ -1,12 +1,12 @@
 import type { Command } from 'commander';
+import { serve } from '@fieldchart/server';
 
 export function registerServe(program: Command): void {
   program
     .command('serve')
     .description('Start the server exactly like `npm start` (configured by the same environment variables)')
     .action(async () => {
-      // Loaded on demand: the other commands do not need Fastify and the routes.
-      const { serve } = await import('../../../server/src/main.ts');
+      // `serve` loads Fastify and the routes when called: the other commands never do.
       await serve();
     });
 }

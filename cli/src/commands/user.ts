@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { OperationResult } from '../../../server/src/admin/operations.ts';
+import type { OperationResult } from '@fieldchart/server';
 import { limit } from '../options.ts';
 import { fields, table } from '../output.ts';
 import { runAndPrint } from '../run.ts';

@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
+import { DataDirBusy, startWorkerNode } from '@fieldchart/server';
 import { CliError, EXIT } from '../errors.ts';
 import { configFromEnvironment } from '../run.ts';
 
 /**
- * `fieldchart worker`: a job-queue worker node (server/src/jobs/worker-node.ts) configured by
+ * `fieldchart worker`: a job-queue worker node (`startWorkerNode` of `@fieldchart/server`) configured by
  * the server's environment; SIGTERM or SIGINT stops it gracefully (running jobs finish, within
  * SHUTDOWN_GRACE_MS).
  */
@@ -16,9 +17,6 @@ export function registerWorker(program: Command): void {
     )
     .action(async () => {
       const config = configFromEnvironment();
-      // Loaded on demand: the other commands do not need the worker and the services.
-      const { startWorkerNode } = await import('../../../server/src/jobs/worker-node.ts');
-      const { DataDirBusy } = await import('../../../server/src/db/data-dir-lock.ts');
       let node;
       try {
         node = await startWorkerNode(config);

@@ -5,33 +5,29 @@
  */
 import type * as Y from 'yjs';
 import type { SignInResult } from '../rest/index.ts';
-import { createRestClient, type FetchLike, type RestClient } from '../rest/index.ts';
 import { addDays, localDate } from '@fieldchart/schema/rules';
 import type { MutationArgs } from '@fieldchart/schema/sync';
 import { PlatformWebSocket } from '#websocket';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
 import { openLocalDb, type LocalDb } from '../storage/local-db.ts';
-import { deleteMeta, getMeta, type StoredSession } from '../storage/meta.ts';
-import { clearFeed } from '../storage/feed-store.ts';
+import { getMeta, type StoredSession } from '../storage/meta.ts';
 import {
-  clearOutbox,
   dismissFailures,
   dismissRejections,
-  failureCount,
   listFailures,
   listRejections,
   overlayEntries,
-  pendingCount,
   receiptRows,
   requeueFailures,
   type Failure,
   type Rejection,
 } from '../storage/outbox.ts';
-import { clearDrafts, unconfirmedDrafts } from '../storage/draft-store.ts';
+import { unconfirmedDrafts } from '../storage/draft-store.ts';
 import { byVisitTime, readNotifications, readPatients, readVisits, type Patient, type Visit, type VisitSelection } from '../model/views.ts';
 import type { BackoffOptions } from '../sync/backoff.ts';
 import { draftName, scheduleUuidOfDraft, SOAP_SECTIONS } from '../sync/drafts.ts';
 import { SyncEngine, type SyncEvents } from '../sync/sync-engine.ts';
+import { clearUserData, deviceOwnerFor, unsyncedWork } from '../sync/session.ts';
 import type { SyncStatus } from '../sync/status.ts';
 import { LocalNotFoundError, NotSignedInError, OutboxNotEmptyError, PlanDayError } from './errors.ts';
 import { planDayFrom } from '../model/plan-day.ts';
@@ -66,30 +62,22 @@ export async function createFieldchartClient(options: FieldchartClientOptions): 
   const WebSocketImpl = options.WebSocket ?? PlatformWebSocket;
   if (!WebSocketImpl) throw new TypeError('This platform has no WebSocket: pass one as the `WebSocket` option');
   const db = await openLocalDb(options.dataDir);
-  let engine: SyncEngine | null = null;
-  const rest = createRestClient({
-    baseUrl: options.baseUrl,
-    ...(options.fetch ? { fetch: options.fetch } : {}),
-    getToken: () => engine?.currentSession?.token ?? null,
-    onUnauthorized: async () => {
-      if (!engine?.currentSession) return false;
-      await engine.refresh();
-      return true;
-    },
-  });
-  engine = new SyncEngine({
+  const engine = new SyncEngine({
     db,
-    rest,
+    baseUrl: options.baseUrl,
     url: options.syncUrl ?? syncUrlOf(options.baseUrl),
     WebSocket: WebSocketImpl,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
     ...(options.backoff ? { backoff: options.backoff } : {}),
     ...(options.submitWaitMs !== undefined ? { submitWaitMs: options.submitWaitMs } : {}),
+    ...(options.openTimeoutMs !== undefined ? { openTimeoutMs: options.openTimeoutMs } : {}),
   });
   await engine.start();
-  return buildClient(db, engine, rest, options);
+  return buildClient(db, engine, options);
 }
 
-function buildClient(db: LocalDb, engine: SyncEngine, rest: RestClient, options: FieldchartClientOptions): FieldchartClient {
+function buildClient(db: LocalDb, engine: SyncEngine, options: FieldchartClientOptions): FieldchartClient {
+  const rest = engine.rest;
   const draftTexts = (uuid: string) => engine.drafts.sections(uuid);
   const today = () => localDate(new Date(), options.timeZone);
 
@@ -104,7 +92,7 @@ function buildClient(db: LocalDb, engine: SyncEngine, rest: RestClient, options:
   }
 
   async function requireUser(): Promise<void> {
-    if (engine.currentSession || (await getMeta(db, 'user_id'))) return;
+    if (engine.session.current || (await getMeta(db, 'user_id'))) return;
     throw new NotSignedInError();
   }
 
@@ -114,25 +102,15 @@ function buildClient(db: LocalDb, engine: SyncEngine, rest: RestClient, options:
     return id;
   }
 
-  async function clearUserData(): Promise<void> {
-    engine.drafts.clear();
-    await db.transaction(async (tx) => {
-      await clearFeed(tx);
-      await clearOutbox(tx);
-      await clearDrafts(tx);
-      await deleteMeta(tx, 'user_id');
-    });
-  }
-
   async function startSession(pair: { token: string; refresh_token: string; expires_in: number }, user: { uuid: string; email: string } | null): Promise<void> {
-    const known = await getMeta(db, 'user_id');
-    if (user && known !== null && known !== user.uuid) {
+    if (user) {
+      const owner = await deviceOwnerFor(db, user.uuid);
       // The device holds another clinician's data: never upload their writes as this user.
-      // Parked failures are writes the server never applied: kept like pending ones.
-      const pending = (await pendingCount(db)) + (await failureCount(db));
-      const drafts = (await unconfirmedDrafts(db)).length;
-      if (pending > 0 || drafts > 0) throw new OutboxNotEmptyError(pending, drafts);
-      await clearUserData();
+      if (owner.kind === 'other_unsynced') throw new OutboxNotEmptyError(owner.writes, owner.drafts);
+      if (owner.kind === 'other') {
+        engine.drafts.clear();
+        await clearUserData(db, null);
+      }
     }
     const session: StoredSession = {
       token: pair.token,
@@ -160,16 +138,16 @@ function buildClient(db: LocalDb, engine: SyncEngine, rest: RestClient, options:
     },
 
     async signOut(opts = {}) {
-      const pending = (await pendingCount(db)) + (await failureCount(db));
-      const drafts = (await unconfirmedDrafts(db)).length;
-      if ((pending > 0 || drafts > 0) && !opts.force) throw new OutboxNotEmptyError(pending, drafts);
-      const token = engine.currentSession?.token;
+      const work = await unsyncedWork(db);
+      if ((work.writes > 0 || work.drafts > 0) && !opts.force) throw new OutboxNotEmptyError(work.writes, work.drafts);
+      const token = engine.session.current?.token;
       if (token) {
         // Best effort: offline, the session simply expires on the server.
         await rest.logout({ token }).catch(() => undefined);
       }
       await engine.endSession('signed_out');
-      await clearUserData();
+      engine.drafts.clear();
+      await clearUserData(db, null);
       engine.events.emit('change', { reason: 'reset' });
     },
 

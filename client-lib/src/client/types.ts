@@ -8,7 +8,7 @@ import type { DayPlan, PlanDayOptions } from '../model/plan-day.ts';
 import type { Failure, Rejection } from '../storage/outbox.ts';
 import type { BackoffOptions } from '../sync/backoff.ts';
 import type { SoapSection } from '../sync/drafts.ts';
-import type { SyncEvents } from '../sync/sync-engine.ts';
+import type { SyncEvents } from '../sync/events.ts';
 import type { SyncStatus } from '../sync/status.ts';
 
 /** Options of {@link createFieldchartClient}. */
@@ -35,6 +35,12 @@ export interface FieldchartClientOptions {
    * carries the device's section texts itself. Default 15 000 ms.
    */
   readonly submitWaitMs?: number;
+  /**
+   * How long a sync socket may take from connecting to the server's `welcome` before it is
+   * dropped and tried again. Each handshake in a row that runs out gets twice as long (up to
+   * 2 min), so a server slowed by load is still reached. Default 10 000 ms.
+   */
+  readonly openTimeoutMs?: number;
 }
 
 /** Where a visit's local changes stand. */
@@ -152,8 +158,10 @@ export interface FieldchartClient {
     on<K extends keyof SyncEvents>(event: K, listener: (payload: SyncEvents[K]) => void): () => void;
     /**
      * Resolves when every write has been acknowledged and the last `synced` came after all
-     * the server sent (the device is current). Waits through being offline; rejects when the
-     * client stops (sign-out, superseded, close) or after `timeoutMs`.
+     * the server sent (the device is current). Against a server that speaks sync protocol 2,
+     * also the feed has brought the server's rows of every acknowledged write: a local read
+     * then equals the server's row (no optimistic copy is left). Waits through being offline;
+     * rejects when the client stops (sign-out, superseded, close) or after `timeoutMs`.
      */
     whenSynced(options?: { timeoutMs?: number }): Promise<void>;
     /** Drops the socket and reconnects (with backoff). */

@@ -86,10 +86,11 @@ export async function pendingCount(db: Queryable): Promise<number> {
 
 /**
  * Marks an entry acknowledged and records the visit's receipt. `settleAfter`: the `synced`
- * count after which the feed has surely brought the server's rows. Answers the entry, or null
+ * count after which the feed has surely brought the server's rows (protocol 1), or null when
+ * `acked_through` or the next socket's first `synced` settles it. Answers the entry, or null
  * for an ack of nothing pending (a duplicate).
  */
-export async function ackEntry(db: LocalDb, mutationId: number, result: unknown, settleAfter: number, at: string): Promise<OutboxEntry | null> {
+export async function ackEntry(db: LocalDb, mutationId: number, result: unknown, settleAfter: number | null, at: string): Promise<OutboxEntry | null> {
   return db.transaction(async (tx) => {
     const [entry] = await tx.query<OutboxEntry>(
       `update outbox set state = 'acked', result = $2::jsonb, acked_at = $3, settle_after_synced = $4, last_error = null
@@ -276,10 +277,46 @@ export async function reconcileOnWelcome(db: LocalDb, lastMutationId: number, sy
   });
 }
 
-/** Drops acked entries the feed has caught up with. Answers how many. */
-export async function settleAcked(db: Queryable, syncedCount: number): Promise<number> {
-  const rows = await db.query(`delete from outbox where state = 'acked' and settle_after_synced <= $1 returning mutation_id`, [syncedCount]);
+/**
+ * Drops acked entries the feed has caught up with: those whose `synced` count has come and,
+ * on protocol 2, every one up to the server's `acked_through` (the rows they changed are in
+ * what the device has received). Answers how many.
+ */
+export async function settleAcked(db: Queryable, syncedCount: number, ackedThrough: number | null = null): Promise<number> {
+  const rows = await db.query(
+    `delete from outbox where state = 'acked' and (settle_after_synced <= $1 or mutation_id <= $2::bigint) returning mutation_id`,
+    [syncedCount, ackedThrough],
+  );
   return rows.length;
+}
+
+/** Acked entries still shown optimistically (waiting for the feed to bring their rows). */
+export async function settlingCount(db: Queryable): Promise<number> {
+  const rows = await db.query<{ n: number }>(`select count(*)::int as n from outbox where state = 'acked'`);
+  return rows[0]?.n ?? 0;
+}
+
+/**
+ * A cloned install (the server answered `conflict`: another install used this client id for
+ * other content): a new client id, and every unanswered entry renumbered after every id this
+ * device handed out, in its order, so it goes again under the new id. Acked entries keep
+ * their ids (they were applied under the old one). One transaction: a crash leaves the old
+ * id and numbers, and the server answers `conflict` again.
+ */
+export async function rekeyOutbox(db: LocalDb): Promise<{ clientId: string; renumbered: number }> {
+  return db.transaction(async (tx) => {
+    const clientId = globalThis.crypto.randomUUID();
+    await setMeta(tx, 'client_id', clientId);
+    const next = (await getMeta(tx, 'next_mutation_id')) ?? 1;
+    const [range] = await tx.query<{ lo: number | null; hi: number | null; n: number }>(
+      `select min(mutation_id)::float8 as lo, max(mutation_id)::float8 as hi, count(*)::int as n from outbox where state = 'pending'`,
+    );
+    if (!range || range.lo === null || range.hi === null) return { clientId, renumbered: 0 };
+    // Every new id is above every id handed out, so the update never collides with itself.
+    await tx.query(`update outbox set mutation_id = mutation_id - $1 + $2, attempts = 0, last_error = null where state = 'pending'`, [range.lo, next]);
+    await setMeta(tx, 'next_mutation_id', range.hi - range.lo + next + 1);
+    return { clientId, renumbered: range.n };
+  });
 }
 
 /** Per visit: pending entries and the last acknowledgement. */

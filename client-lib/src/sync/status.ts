@@ -54,3 +54,30 @@ export const INITIAL_STATUS: SyncStatus = {
   lastError: null,
   halted: null,
 };
+
+/**
+ * The one place the snapshot is replaced: the engine, the session and the uploader each patch
+ * it, and a listener hears of a change once, whoever made it.
+ */
+export class StatusStore {
+  private snapshot: SyncStatus = INITIAL_STATUS;
+
+  constructor(private readonly onChange: (status: SyncStatus) => void) {}
+
+  get value(): SyncStatus {
+    return this.snapshot;
+  }
+
+  patch(patch: Partial<SyncStatus>): void {
+    const next = { ...this.snapshot, ...patch };
+    const changed = (Object.keys(next) as (keyof SyncStatus)[]).some((k) => next[k] !== this.snapshot[k]);
+    if (!changed) return;
+    this.snapshot = Object.freeze(next);
+    this.onChange(this.snapshot);
+  }
+
+  /** A background failure, kept as the last error. */
+  fail(code: string, message: string): void {
+    this.patch({ lastError: { code, message, at: new Date().toISOString() } });
+  }
+}

@@ -1,184 +1,170 @@
 /**
- * The sync state machine: connect → `hello` → `welcome` (reconcile the outbox, prune to the
- * window) → upload the outbox in order and pull the change feed → stay subscribed. Every
- * incoming message is handled one after another (each may write the device database), and
- * every background failure becomes status, never an unhandled rejection.
+ * The sync state machine: connect → `hello` → `welcome` (whose data, reconcile the outbox,
+ * prune to the window) → the uploader drains the outbox while the change feed is applied →
+ * stay subscribed; on a close, reconnect with backoff (or stop, as the close code says).
+ * Credentials are the session's (session.ts), answers to mutations the uploader's
+ * (uploader.ts), drafts DraftSync's; the engine decides only what happens next. Incoming
+ * messages are handled one after another (each may write the device database), and every
+ * background failure becomes status, never an unhandled rejection.
  */
-import {
-  CLOSE_CODES,
-  PROTOCOL_VERSION,
-  closeCodeName,
-  type ClientMessage,
-  type MutationName,
-  type ServerMessage,
-} from '@fieldchart/schema/sync';
-import { FieldchartApiError, newIdempotencyKey, type RestClient } from '../rest/index.ts';
+import { CLOSE_CODES, PROTOCOL_VERSION, closeCodeName, type ClientMessage, type ServerMessage } from '@fieldchart/schema/sync';
+import type { FetchLike, RestClient } from '../rest/index.ts';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
 import type { LocalDb } from '../storage/local-db.ts';
-import { clientIdOf, deleteMeta, getMeta, setMeta, type StoredSession } from '../storage/meta.ts';
-import { clearDrafts, unconfirmedDrafts } from '../storage/draft-store.ts';
-import { applyWindow, clearFeed, clearStaging, commitUnit, stageChanges, stageReset } from '../storage/feed-store.ts';
-import {
-  ackEntry,
-  clearOutbox,
-  pendingCount,
-  pendingEntries,
-  reconcileOnWelcome,
-  recordAttempt,
-  rejectEntry,
-  parkEntry,
-  failureCount,
-  type Failure,
-  settleAcked,
-  type Rejection,
-} from '../storage/outbox.ts';
+import { clientIdOf, getMeta, type StoredSession } from '../storage/meta.ts';
+import { failureCount, pendingCount } from '../storage/outbox.ts';
 import { Backoff, type BackoffOptions } from './backoff.ts';
-import { Connection } from './connection.ts';
-import { DraftSync, draftName } from './drafts.ts';
+import { httpCarrier, socketCarrier } from './carriers.ts';
+import { Connection, HANDSHAKE_TIMEOUT, handshakeDeadline } from './connection.ts';
+import { DraftSync } from './drafts.ts';
 import { Emitter } from './emitter.ts';
-import { INITIAL_STATUS, type SyncError, type SyncStatus } from './status.ts';
+import type { SyncEvents } from './events.ts';
+import { FeedReceiver } from './feed.ts';
+import { Session, claimDevice } from './session.ts';
+import { StatusStore, type SyncStatus } from './status.ts';
+import { Uploader, type Carrier } from './uploader.ts';
 
-/** Mutations sent and not yet answered, at most (the protocol's limit per socket). */
-export const MAX_IN_FLIGHT = 100;
+export type { SyncEvents } from './events.ts';
+
 /**
  * Socket opens that failed in a row (no `welcome`) before the outbox is drained over HTTP
  * instead (`POST /sync/mutations`): a network that passes HTTP but not websockets.
  */
 export const HTTP_FALLBACK_AFTER = 2;
-/** Bytes of mutations per `POST /sync/mutations` (the route takes up to MAX_MUTATION_BYTES + 1 MiB). */
-const HTTP_BATCH_BYTES = 1024 * 1024;
-
-export interface SyncEvents extends Record<string, unknown> {
-  status: SyncStatus;
-  /** Local data changed (feed unit applied, write acknowledged or rolled back): re-read. */
-  change: { readonly reason: 'feed' | 'ack' | 'reject' | 'write' | 'reset' };
-  rejection: Rejection;
-  /** The server parked a write after repeated unexpected errors: kept, out of the queue. */
-  failure: Failure;
-  /** The server acknowledged a mutation. */
-  ack: { readonly mutationId: number; readonly name: string; readonly scheduleUuid: string | null; readonly result: unknown };
-}
 
 export interface SyncEngineOptions {
   readonly db: LocalDb;
-  readonly rest: RestClient;
+  readonly baseUrl: string;
   readonly url: string;
   readonly WebSocket: WebSocketConstructor;
+  readonly fetch?: FetchLike;
   readonly backoff?: BackoffOptions;
-  /** How long before the access token expires to refresh it (ms); default: a fifth of its life, 5 s to 60 s. */
-  readonly refreshLeadMs?: number;
   readonly submitWaitMs?: number;
+  /** The first handshake's deadline (connection.ts OPEN_TIMEOUT_MS). */
+  readonly openTimeoutMs?: number;
 }
 
 export class SyncEngine {
   readonly events = new Emitter<SyncEvents>();
+  readonly state = new StatusStore((s) => this.events.emit('status', s));
+  readonly session: Session;
   readonly drafts: DraftSync;
-  private statusValue: SyncStatus = INITIAL_STATUS;
-  private session: StoredSession | null = null;
+  private readonly uploader: Uploader;
+  private readonly feed: FeedReceiver;
+  private readonly http: Carrier;
   private conn: Connection | null = null;
-  private welcomed = false;
+  /** The client id the current socket said hello with. */
+  private helloClientId: string | null = null;
+  /** The socket's carrier once the server said `welcome` (null before, and for HTTP). */
+  private welcomed: Carrier | null = null;
   private running = false;
   private closed = false;
+  private connecting = false;
+  /** Socket opens that failed in a row with an answer (refused, closed): websockets may be blocked. */
+  private failedOpens = 0;
+  /** Handshakes in a row that ran out of time: the next one is given longer. */
+  private timedOutHandshakes = 0;
   /** Incoming messages and closes, handled strictly in order. */
   private queue: Promise<void> = Promise.resolve();
-  private readonly inflight = new Set<number>();
-  private lastSentId = 0;
-  private pumping = false;
-  private pumpAgain = false;
-  private uploadPausedUntil = 0;
-  private uploadTimer: ReturnType<typeof setTimeout> | null = null;
   private reconnectTimer: ReturnType<typeof setTimeout> | null = null;
-  private refreshTimer: ReturnType<typeof setTimeout> | null = null;
-  private refreshing: Promise<void> | null = null;
   private readonly reconnectBackoff: Backoff;
-  private readonly uploadBackoff: Backoff;
-  private readonly refreshBackoff: Backoff;
-  private syncedCount = 0;
-  /** `syncedCount` when this socket was welcomed. */
-  private syncedAtWelcome = 0;
-  private forceRefresh = false;
-  private connecting = false;
-  private failedOpens = 0;
-  private httpUploading = false;
   private waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
 
   constructor(private readonly opts: SyncEngineOptions) {
+    const db = opts.db;
     this.reconnectBackoff = new Backoff(opts.backoff);
-    this.uploadBackoff = new Backoff(opts.backoff);
-    this.refreshBackoff = new Backoff({ initialMs: 1000, maxMs: 60_000 });
+    this.session = new Session({
+      db,
+      status: this.state,
+      baseUrl: opts.baseUrl,
+      ...(opts.fetch ? { fetch: opts.fetch } : {}),
+      onEnded: (reason) => this.endSession(reason),
+    });
     this.drafts = new DraftSync({
-      db: opts.db,
+      db,
       send: (m) => this.send(m),
-      onConfirmed: () => void this.pump(),
-      onError: (code, message) => this.fail(code, message),
+      onConfirmed: () => void this.uploader.pump(),
+      onError: (code, message) => this.state.fail(code, message),
       submitWaitMs: opts.submitWaitMs ?? 15_000,
     });
+    this.uploader = new Uploader({
+      db,
+      drafts: this.drafts,
+      status: this.state,
+      events: this.events,
+      ...(opts.backoff ? { backoff: opts.backoff } : {}),
+      onAnswered: async () => {
+        await this.feed.settleAnswered();
+        await this.resolveWaiters();
+      },
+      // A socket said hello under the old id: a new one says it under the new id.
+      onRekeyed: () => (this.conn ? this.conn.close(CLOSE_CODES.client_reconnect, 'new client id') : this.useHttpIfBlocked()),
+    });
+    this.http = httpCarrier(this.session.rest, () => clientIdOf(db));
+    this.feed = new FeedReceiver({ db, status: this.state, events: this.events });
+  }
+
+  get rest(): RestClient {
+    return this.session.rest;
   }
 
   get status(): SyncStatus {
-    return this.statusValue;
-  }
-
-  get currentSession(): StoredSession | null {
-    return this.session;
+    return this.state.value;
   }
 
   /** Loads the stored state and, with a session, starts syncing. */
   async start(): Promise<void> {
-    this.session = await getMeta(this.opts.db, 'session');
-    await clientIdOf(this.opts.db);
-    this.setStatus({
-      signedIn: this.session !== null,
-      pending: await pendingCount(this.opts.db),
-      failed: await failureCount(this.opts.db),
-      lastSyncedAt: await getMeta(this.opts.db, 'last_synced_at'),
-      halted: this.session ? null : 'signed_out',
+    const db = this.opts.db;
+    const session = await this.session.load();
+    await clientIdOf(db);
+    this.state.patch({
+      signedIn: session !== null,
+      pending: await pendingCount(db),
+      failed: await failureCount(db),
+      lastSyncedAt: await getMeta(db, 'last_synced_at'),
+      halted: session ? null : 'signed_out',
     });
-    if (this.session) this.run();
+    if (session) this.run();
   }
 
   /** A new session (sign-in): stored, then syncing starts over with it. */
   async useSession(session: StoredSession): Promise<void> {
-    await setMeta(this.opts.db, 'session', session);
-    this.session = session;
-    this.setStatus({ signedIn: true, halted: null, lastError: null });
+    await this.session.begin(session);
+    this.state.patch({ signedIn: true, halted: null, lastError: null });
     this.disconnect();
     this.run();
   }
 
   /** Stops syncing and forgets the session (the caller clears data as it decides). */
   async endSession(halted: string): Promise<void> {
-    this.running = false;
-    this.disconnect();
-    this.session = null;
-    await this.opts.db.query(`delete from meta where key = 'session'`);
-    this.setStatus({ signedIn: false, halted, connected: false, current: false });
-    this.rejectWaiters(new Error(`sync stopped: ${halted}`));
+    this.halt(halted);
+    await this.session.forget();
+    this.state.patch({ signedIn: false });
   }
 
   /** A local write was made: show it and upload it. */
   async written(): Promise<void> {
-    this.setStatus({ pending: await pendingCount(this.opts.db), failed: await failureCount(this.opts.db) });
+    this.state.patch({ pending: await pendingCount(this.opts.db), failed: await failureCount(this.opts.db) });
     this.events.emit('change', { reason: 'write' });
-    void this.pump();
-    void this.uploadOverHttp();
+    void this.uploader.pump();
   }
 
-  /** Resolves when the outbox is empty and the device is current (see SyncClient.whenSynced). */
+  /**
+   * Resolves when the outbox is empty, the device is current and — on protocol 2 — every
+   * acknowledged write's own copy has given way to the server's rows (SyncClient.whenSynced).
+   */
   whenSynced(): Promise<void> {
-    if (this.isSynced()) return Promise.resolve();
-    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+    const wait = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
+    void this.resolveWaiters();
+    return wait;
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    this.running = false;
-    this.disconnect();
+    this.halt('closed', new Error('the client was closed'));
     await this.queue.catch(() => {});
     await this.drafts.flush();
     this.drafts.destroy();
-    this.rejectWaiters(new Error('the client was closed'));
-    this.setStatus({ halted: 'closed' });
     this.events.clear();
   }
 
@@ -195,6 +181,15 @@ export class SyncEngine {
     void this.connect();
   }
 
+  /** Stops syncing: no socket, no reconnect, waiters told why. */
+  private halt(reason: string, err = new Error(`sync stopped: ${reason}`)): void {
+    this.running = false;
+    this.disconnect();
+    this.uploader.detach();
+    this.state.patch({ halted: reason, connected: false, current: false });
+    this.rejectWaiters(err);
+  }
+
   private async connect(): Promise<void> {
     if (!this.running || this.conn || this.closed || this.connecting) return;
     this.connecting = true;
@@ -206,34 +201,32 @@ export class SyncEngine {
   }
 
   private async openSocket(): Promise<void> {
-    this.clearTimer('reconnectTimer');
-    const session = this.session;
-    if (!session) return;
-    if (this.forceRefresh || session.expires_at - Date.now() < 5_000) {
-      try {
-        await this.refresh();
-      } catch {
-        if (this.running) this.scheduleReconnect();
-        return;
-      }
+    this.clearReconnect();
+    let token: string | null;
+    try {
+      token = await this.session.tokenForHello();
+    } catch {
+      return this.scheduleReconnect();
     }
-    if (!this.running || this.conn || !this.session) return;
+    if (!this.running || this.conn || !token) return;
     const clientId = await clientIdOf(this.opts.db);
     const cursor = await getMeta(this.opts.db, 'cursor');
-    const token = this.session.token;
     if (!this.running || this.conn) return;
     const conn: Connection = new Connection(this.opts.WebSocket, this.opts.url, {
       onOpen: () => {
+        // Websockets pass: the socket carries the outbox from its welcome on, not HTTP beside it.
+        this.uploader.detach(this.http);
+        this.helloClientId = clientId;
         conn.send({ type: 'hello', protocol: PROTOCOL_VERSION, token, client_id: clientId, cursor });
       },
       onMessage: (m) => this.enqueue(() => this.handle(conn, m)),
       onInvalid: (reason) => {
-        this.fail('bad_message', reason);
+        this.state.fail('bad_message', reason);
         // Resume from the last stored checkpoint rather than act on a frame we cannot read.
         conn.close(CLOSE_CODES.bad_message, 'bad message');
       },
       onClose: (code, reason) => this.enqueue(() => this.handleClose(conn, code, reason)),
-    });
+    }, handshakeDeadline(this.timedOutHandshakes, this.opts.openTimeoutMs));
     this.conn = conn;
   }
 
@@ -243,75 +236,86 @@ export class SyncEngine {
     this.conn = null;
     conn?.close(CLOSE_CODES.normal, 'bye');
     this.afterClose();
-    this.clearTimer('reconnectTimer');
+    this.clearReconnect();
   }
 
   /** What every end of a socket resets, whoever ended it. */
   private afterClose(): void {
-    this.welcomed = false;
-    this.inflight.clear();
-    this.lastSentId = 0;
+    if (this.welcomed) this.uploader.detach(this.welcomed);
+    this.welcomed = null;
     this.drafts.onDisconnected();
-    this.clearTimer('refreshTimer');
-    this.clearTimer('uploadTimer');
-    // A half-received unit is resent from the stored cursor on the next socket.
-    this.enqueue(() => clearStaging(this.opts.db));
-    this.setStatus({ connected: false, uploading: false, downloading: false, current: false });
+    this.session.stopKeepingFresh();
+    this.enqueue(() => this.feed.disconnected());
+    this.state.patch({ connected: false, uploading: false, downloading: false, current: false });
   }
 
   private scheduleReconnect(atLeastMs = 0): void {
     if (!this.running || this.closed) return;
-    this.clearTimer('reconnectTimer');
+    this.clearReconnect();
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = null;
       void this.connect();
     }, this.reconnectBackoff.next(atLeastMs));
   }
 
+  private clearReconnect(): void {
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = null;
+  }
+
+  /** After failed socket opens, the outbox goes over HTTP — only the session's own user's. */
+  private async useHttpIfBlocked(): Promise<void> {
+    const session = this.session.current;
+    if (this.failedOpens < HTTP_FALLBACK_AFTER || this.welcomed || !this.running || !session) return;
+    if (this.uploader.isUsing(this.http)) return;
+    // Without a socket nothing else checks whose outbox this is.
+    const owner = await getMeta(this.opts.db, 'user_id');
+    if (owner === null || session.user_id !== owner || this.welcomed || !this.running) return;
+    this.uploader.attach(this.http);
+  }
+
   private enqueue(fn: () => Promise<void>): void {
     this.queue = this.queue.then(fn).catch((err: unknown) => {
-      this.fail('internal', err instanceof Error ? err.message : String(err));
+      this.state.fail('internal', err instanceof Error ? err.message : String(err));
       // A failure half way through a message leaves the socket's state unknown: start over.
       this.conn?.close(CLOSE_CODES.client_reconnect, 'client error');
     });
   }
 
   private send(m: ClientMessage): boolean {
-    return this.welcomed && this.conn !== null ? this.conn.send(m) : false;
+    return this.welcomed !== null && this.conn !== null ? this.conn.send(m) : false;
   }
 
   private async handleClose(conn: Connection, code: number, reason: string): Promise<void> {
     if (this.conn !== conn) return;
     this.conn = null;
-    const wasWelcomed = this.welcomed;
+    const wasWelcomed = this.welcomed !== null;
     this.afterClose();
     if (!this.running) return;
     const name = closeCodeName(code);
     switch (code) {
       case CLOSE_CODES.unauthorized:
         // The token was refused: a fresh one, then a fresh socket.
-        this.fail('unauthorized', reason || 'the server refused the access token');
-        this.forceRefresh = true;
-        this.scheduleReconnect();
-        return;
+        this.state.fail('unauthorized', reason || 'the server refused the access token');
+        this.session.markRefused();
+        return this.scheduleReconnect();
       case CLOSE_CODES.account_disabled:
-        this.fail('account_disabled', reason || 'the account is disabled');
-        await this.endSession('account_disabled');
-        return;
+        this.state.fail('account_disabled', reason || 'the account is disabled');
+        return this.endSession('account_disabled');
       case CLOSE_CODES.superseded:
       case CLOSE_CODES.protocol_unsupported:
-        this.fail(name ?? String(code), reason || `closed with ${code}`);
-        this.running = false;
-        this.setStatus({ halted: name });
-        this.rejectWaiters(new Error(`sync stopped: ${name}`));
-        return;
+        this.state.fail(name ?? String(code), reason || `closed with ${code}`);
+        return this.halt(name ?? String(code));
       default:
         if (code !== CLOSE_CODES.normal || wasWelcomed) {
-          this.fail(name ?? (code === 1006 ? 'network' : `closed_${code}`), reason || (code === 1006 ? 'connection lost' : `closed with ${code}`));
+          this.state.fail(name ?? (code === 1006 ? 'network' : `closed_${code}`), reason || (code === 1006 ? 'connection lost' : `closed with ${code}`));
         }
-        if (!wasWelcomed) this.failedOpens++;
+        // A handshake that ran out of time says nothing about websockets being blocked (the
+        // server may be slow): it gets longer next time, and does not bring in HTTP beside it.
+        if (!wasWelcomed && reason === HANDSHAKE_TIMEOUT) this.timedOutHandshakes++;
+        else if (!wasWelcomed) this.failedOpens++;
         this.scheduleReconnect();
-        void this.uploadOverHttp();
+        await this.useHttpIfBlocked();
     }
   }
 
@@ -319,345 +323,70 @@ export class SyncEngine {
 
   private async handle(conn: Connection, m: ServerMessage): Promise<void> {
     if (this.conn !== conn) return;
-    const db = this.opts.db;
     switch (m.type) {
-      case 'welcome': {
-        const known = await getMeta(db, 'user_id');
-        if (known !== null && known !== m.user_id) {
-          // The device holds another clinician's data. Their unsynced writes must never be
-          // uploaded as this user (a session started from tokens names no user until now):
-          // stop, and say so; signing that clinician in again uploads them.
-          const pending = await pendingCount(db);
-          const drafts = (await unconfirmedDrafts(db)).length;
-          if (pending > 0 || drafts > 0) {
-            this.fail('other_user_outbox', `${pending} write(s) and ${drafts} draft(s) of another user are on this device: sign that user in to upload them, or sign out with force`);
-            this.running = false;
-            this.disconnect();
-            this.setStatus({ halted: 'other_user_outbox' });
-            this.rejectWaiters(new Error('sync stopped: another user’s writes are on this device'));
-            return;
-          }
-          // Nothing of theirs is unsynced: their rows go, the feed starts over for this user.
-          await db.transaction(async (tx) => {
-            await clearFeed(tx);
-            await clearOutbox(tx);
-            await clearDrafts(tx);
-            await setMeta(tx, 'user_id', m.user_id);
-          });
-          this.events.emit('change', { reason: 'reset' });
-          conn.close(CLOSE_CODES.client_reconnect, 'user changed');
-          return;
-        }
-        if (known === null) await setMeta(db, 'user_id', m.user_id);
-        if (this.session && this.session.user_id === null) {
-          // A session started from tokens learns its user here (the HTTP fallback needs it).
-          this.session = { ...this.session, user_id: m.user_id };
-          await setMeta(db, 'session', this.session);
-        }
-        await applyWindow(db, m.window);
-        await reconcileOnWelcome(db, m.last_mutation_id, this.syncedCount);
-        this.syncedAtWelcome = this.syncedCount;
-        await clearStaging(db);
-        this.welcomed = true;
-        this.failedOpens = 0;
-        this.reconnectBackoff.reset();
-        this.forceRefresh = false;
-        this.inflight.clear();
-        this.lastSentId = 0;
-        this.uploadPausedUntil = 0;
-        this.scheduleRefresh(m.token_expires_at);
-        this.setStatus({ connected: true, halted: null, pending: await pendingCount(db), downloading: true, current: false });
-        this.events.emit('change', { reason: 'feed' });
-        void this.pump();
-        void this.drafts.onConnected().catch((err: unknown) => this.fail('draft', String(err)));
-        return;
-      }
+      case 'welcome':
+        // Re-keyed (over HTTP) while this socket was opening: it speaks for the old id.
+        if (this.helloClientId !== (await clientIdOf(this.opts.db))) return conn.close(CLOSE_CODES.client_reconnect, 'new client id');
+        return this.welcome(conn, m);
       case 'auth_ok':
-        this.scheduleRefresh(m.token_expires_at);
-        return;
+        return this.session.keepFresh(m.token_expires_at, (token) => this.send({ type: 'auth', token }));
       case 'reset':
-        await stageReset(db);
-        this.setStatus({ downloading: true, current: false });
-        return;
       case 'changes':
-        this.setStatus({ downloading: true, current: false });
-        if (m.checkpoint === null) await stageChanges(db, m.changes);
-        else {
-          await commitUnit(db, m.changes, m.checkpoint, null);
-          this.events.emit('change', { reason: 'feed' });
-        }
-        return;
-      case 'synced': {
-        await commitUnit(db, [], m.cursor, m.server_time);
-        this.syncedCount++;
-        const settled = await settleAcked(db, this.syncedCount);
-        this.setStatus({ downloading: false, current: true, lastSyncedAt: m.server_time, pending: await pendingCount(db) });
-        this.events.emit('change', { reason: settled > 0 ? 'ack' : 'feed' });
+        return this.feed.receive(m);
+      case 'synced':
+        await this.feed.receive(m);
         this.drafts.retryUnavailable();
-        this.resolveWaiters();
-        return;
-      }
-      case 'ack': {
-        this.inflight.delete(m.mutation_id);
-        // An entry shows optimistically until a feed run that began after its commit has been
-        // applied: the second `synced` from now for a fresh ack (one may already be under way),
-        // the first one of this socket for a duplicate (committed before this socket's hello) —
-        // which may already have come, so it settles at once.
-        const duplicate = (m.result as { duplicate?: unknown } | null)?.duplicate === true;
-        const entry = await ackEntry(db, m.mutation_id, m.result, duplicate ? this.syncedAtWelcome + 1 : this.syncedCount + 2, new Date().toISOString());
-        if (duplicate) await settleAcked(db, this.syncedCount);
-        this.uploadBackoff.reset();
-        this.setStatus({ pending: await pendingCount(db), uploading: this.inflight.size > 0 });
-        if (entry) {
-          this.events.emit('ack', { mutationId: entry.mutation_id, name: entry.name, scheduleUuid: entry.schedule_uuid, result: m.result });
-          this.events.emit('change', { reason: 'ack' });
-          if (entry.name === 'visit.schedule' || entry.name === 'patient.create') this.drafts.retryUnavailable();
-        }
-        void this.pump();
-        this.resolveWaiters();
-        return;
-      }
-      case 'reject': {
-        this.inflight.delete(m.mutation_id);
-        const rejection = await rejectEntry(db, m, new Date().toISOString());
-        this.setStatus({ pending: await pendingCount(db), uploading: this.inflight.size > 0 });
-        if (rejection) {
-          this.fail('rejected', `${rejection.name} (mutation ${rejection.mutationId}): ${rejection.code}`);
-          this.events.emit('rejection', rejection);
-          this.events.emit('change', { reason: 'reject' });
-        }
-        void this.pump();
-        this.resolveWaiters();
-        return;
-      }
-      case 'failed': {
-        this.inflight.delete(m.mutation_id);
-        const failure = await parkEntry(db, m, new Date().toISOString());
-        this.setStatus({ pending: await pendingCount(db), failed: await failureCount(db), uploading: this.inflight.size > 0 });
-        if (failure) {
-          this.fail('failed', `${failure.name} (mutation ${failure.mutationId}): ${failure.code}`);
-          this.events.emit('failure', failure);
-          this.events.emit('change', { reason: 'reject' });
-        }
-        void this.pump();
-        this.resolveWaiters();
-        return;
-      }
-      case 'retry': {
-        if (!this.inflight.has(m.mutation_id)) return;
-        await recordAttempt(db, m.mutation_id, `retry after ${m.after_ms} ms`);
-        // Not processed: it and everything sent after it go again, in order, after a pause.
-        for (const id of [...this.inflight]) if (id >= m.mutation_id) this.inflight.delete(id);
-        this.lastSentId = Math.min(this.lastSentId, m.mutation_id - 1);
-        const delay = this.uploadBackoff.next(m.after_ms);
-        this.uploadPausedUntil = Date.now() + delay;
-        this.fail('retry', `the server asked to retry mutation ${m.mutation_id}`);
-        this.clearTimer('uploadTimer');
-        this.uploadTimer = setTimeout(() => {
-          this.uploadTimer = null;
-          // Timers may fire a little before Date.now() says the pause is over.
-          this.uploadPausedUntil = 0;
-          void this.pump();
-        }, delay);
-        return;
-      }
+        return this.resolveWaiters();
+      case 'ack':
+      case 'reject':
+      case 'retry':
+      case 'failed':
+      case 'conflict':
+        return this.uploader.answer(m, this.welcomed);
       case 'doc':
-        await this.drafts.handleDoc(m.doc, m.message);
-        return;
+        return this.drafts.handleDoc(m.doc, m.message);
       case 'doc_error':
-        this.drafts.handleDocError(m.doc, m.code, m.message);
-        return;
+        return this.drafts.handleDocError(m.doc, m.code, m.message);
     }
   }
 
-  // ——— uploading ———
-
-  /** Sends pending entries in order, up to MAX_IN_FLIGHT unanswered. One runner at a time. */
-  async pump(): Promise<void> {
-    if (this.pumping) {
-      this.pumpAgain = true;
-      return;
-    }
-    this.pumping = true;
-    try {
-      do {
-        this.pumpAgain = false;
-        await this.pumpOnce();
-      } while (this.pumpAgain);
-    } catch (err) {
-      this.fail('upload', err instanceof Error ? err.message : String(err));
-    } finally {
-      this.pumping = false;
-    }
-  }
-
-  private async pumpOnce(): Promise<void> {
-    const conn = this.conn;
-    if (!this.welcomed || !conn || Date.now() < this.uploadPausedUntil) return;
-    const room = MAX_IN_FLIGHT - this.inflight.size;
-    if (room <= 0) return;
-    const entries = await pendingEntries(this.opts.db, this.lastSentId, room);
-    for (const e of entries) {
-      if (this.conn !== conn || !this.welcomed) return;
-      let args = e.args;
-      if (e.name === 'note.submit' && typeof e.args.schedule_uuid === 'string') {
-        // The server takes the sections from its copy of the draft: it must have ours first.
-        const ready = await this.drafts.prepareForSubmit(e.args.schedule_uuid);
-        if (ready.kind === 'wait') break;
-        if (ready.kind === 'sections') args = { ...ready.sections, ...e.args };
-        if (this.conn !== conn || !this.welcomed) return;
-      }
-      const sent = conn.send({ type: 'mutation', mutation_id: e.mutation_id, name: e.name, args, client_time: e.client_time });
-      if (!sent) return;
-      this.inflight.add(e.mutation_id);
-      this.lastSentId = e.mutation_id;
-    }
-    this.setStatus({ uploading: this.inflight.size > 0 });
-  }
-
-  /**
-   * The outbox over HTTP while the socket cannot be opened: the same mutations, answered the
-   * same way, on the server's same exactly-once counter (so the socket, once back, sees them
-   * as duplicates). A retry answer, or a note waiting for its draft, ends the round; the next
-   * failed open or local write starts another.
-   */
-  private async uploadOverHttp(): Promise<void> {
-    if (this.httpUploading || this.failedOpens < HTTP_FALLBACK_AFTER || this.welcomed || !this.running || !this.session) return;
-    this.httpUploading = true;
+  private async welcome(conn: Connection, m: Extract<ServerMessage, { type: 'welcome' }>): Promise<void> {
     const db = this.opts.db;
-    try {
-      // Only the outbox of the session's own user: without a socket nothing else checks it.
-      const owner = await getMeta(db, 'user_id');
-      if (owner === null || this.session.user_id !== owner) return;
-      const clientId = await clientIdOf(db);
-      for (;;) {
-        if (this.welcomed || !this.running || !this.session) return;
-        const mutations: { mutation_id: number; name: MutationName; args: Record<string, unknown>; client_time: string }[] = [];
-        let bytes = 0;
-        for (const e of await pendingEntries(db, 0, MAX_IN_FLIGHT)) {
-          let args = e.args;
-          if (e.name === 'note.submit' && typeof e.args.schedule_uuid === 'string') {
-            const ready = await this.drafts.prepareForSubmit(e.args.schedule_uuid);
-            if (ready.kind === 'wait') break;
-            if (ready.kind === 'sections') args = { ...ready.sections, ...e.args };
-          }
-          // One request stays under the route's body limit: a batch is cut before it would pass it.
-          bytes += new TextEncoder().encode(JSON.stringify(args)).length + 200;
-          if (mutations.length > 0 && bytes > HTTP_BATCH_BYTES) break;
-          mutations.push({ mutation_id: e.mutation_id, name: e.name as MutationName, args, client_time: e.client_time });
-        }
-        if (mutations.length === 0) return;
-        this.setStatus({ uploading: true });
-        const { results } = await this.opts.rest.sync.applyMutations({ client_id: clientId, mutations });
-        let retry = false;
-        for (const r of results) {
-          if (r.type === 'ack') {
-            const entry = await ackEntry(db, r.mutation_id, r.result, this.syncedCount + 2, new Date().toISOString());
-            if (entry) this.events.emit('ack', { mutationId: entry.mutation_id, name: entry.name, scheduleUuid: entry.schedule_uuid, result: r.result });
-          } else if (r.type === 'reject') {
-            const rejection = await rejectEntry(db, r, new Date().toISOString());
-            if (rejection) {
-              this.fail('rejected', `${rejection.name} (mutation ${rejection.mutationId}): ${rejection.code}`);
-              this.events.emit('rejection', rejection);
-            }
-          } else if (r.type === 'failed') {
-            const failure = await parkEntry(db, r, new Date().toISOString());
-            if (failure) {
-              this.fail('failed', `${failure.name} (mutation ${failure.mutationId}): ${failure.code}`);
-              this.events.emit('failure', failure);
-            }
-          } else {
-            await recordAttempt(db, r.mutation_id, `retry after ${r.after_ms} ms`);
-            retry = true;
-            break;
-          }
-        }
-        this.setStatus({ pending: await pendingCount(db), failed: await failureCount(db), uploading: false });
-        this.events.emit('change', { reason: 'ack' });
-        this.resolveWaiters();
-        if (retry) return;
-      }
-    } catch (err) {
-      this.fail('upload', err instanceof Error ? err.message : String(err));
-    } finally {
-      this.httpUploading = false;
-      this.setStatus({ uploading: this.inflight.size > 0 });
+    const claim = await claimDevice(db, m.user_id);
+    if (claim.kind === 'blocked') {
+      // Another clinician's unsynced work is here: never uploaded as this user (a session begun
+      // from tokens names no user until now). Signing that clinician in again uploads it.
+      this.state.fail('other_user_outbox', `${claim.writes} write(s) and ${claim.drafts} draft(s) of another user are on this device: sign that user in to upload them, or sign out with force`);
+      return this.halt('other_user_outbox', new Error('sync stopped: another user’s writes are on this device'));
     }
-  }
-
-  // ——— tokens ———
-
-  private scheduleRefresh(expiresAtIso: string): void {
-    this.clearTimer('refreshTimer');
-    const expiresAt = Date.parse(expiresAtIso);
-    const life = expiresAt - Date.now();
-    const lead = this.opts.refreshLeadMs ?? Math.min(60_000, Math.max(5_000, life / 5));
-    this.refreshTimer = setTimeout(() => {
-      this.refreshTimer = null;
-      void this.refreshInBand();
-    }, Math.max(0, life - lead));
-  }
-
-  /** A new token pair over REST, then `auth` on the open socket, without reconnecting. */
-  private async refreshInBand(): Promise<void> {
-    try {
-      await this.refresh();
-      this.refreshBackoff.reset();
-      const token = this.session?.token;
-      if (token) this.send({ type: 'auth', token });
-    } catch {
-      if (!this.running || !this.session) return;
-      // Offline or the server is down: try again; at expiry the server closes with 4401.
-      this.refreshTimer = setTimeout(() => {
-        this.refreshTimer = null;
-        void this.refreshInBand();
-      }, this.refreshBackoff.next());
+    if (claim.kind === 'restart') {
+      this.drafts.clear();
+      this.events.emit('change', { reason: 'reset' });
+      return conn.close(CLOSE_CODES.client_reconnect, 'user changed');
     }
+    // The HTTP fallback needs the session's user.
+    await this.session.adoptUser(m.user_id);
+    await this.feed.welcomed(m);
+    conn.welcomed();
+    this.failedOpens = 0;
+    this.timedOutHandshakes = 0;
+    this.reconnectBackoff.reset();
+    this.session.keepFresh(m.token_expires_at, (token) => this.send({ type: 'auth', token }));
+    this.state.patch({ connected: true, halted: null, pending: await pendingCount(db), downloading: true, current: false });
+    this.events.emit('change', { reason: 'feed' });
+    const carrier = socketCarrier(conn, (duplicate) => this.feed.settleAfter(duplicate));
+    this.welcomed = carrier;
+    this.uploader.attach(carrier, m.last_mutation_id);
+    void this.drafts.onConnected().catch((err: unknown) => this.state.fail('draft', String(err)));
   }
 
-  /** Refreshes the stored session (one refresh at a time). A refused refresh token ends the session. */
-  refresh(): Promise<void> {
-    this.refreshing ??= (async () => {
-      const session = this.session;
-      if (!session) throw new Error('not signed in');
-      try {
-        const stored = await getMeta(this.opts.db, 'refresh_attempt');
-        const attempt = stored?.refresh_token === session.refresh_token ? stored : { refresh_token: session.refresh_token, key: newIdempotencyKey() };
-        if (attempt !== stored) await setMeta(this.opts.db, 'refresh_attempt', attempt);
-        const pair = await this.opts.rest.refresh({ refresh_token: session.refresh_token }, { idempotencyKey: attempt.key });
-        const next: StoredSession = { ...session, token: pair.token, refresh_token: pair.refresh_token, expires_at: Date.now() + pair.expires_in * 1000 };
-        if (this.session !== session) return; // signed out or in again meanwhile
-        await this.opts.db.transaction(async (tx) => {
-          await setMeta(tx, 'session', next);
-          await deleteMeta(tx, 'refresh_attempt');
-        });
-        this.session = next;
-        this.forceRefresh = false;
-      } catch (err) {
-        // 409: the same refresh is still being answered (idempotency): not the end of the session.
-        if (err instanceof FieldchartApiError && err.status >= 400 && err.status < 500 && err.status !== 429 && err.status !== 409) {
-          this.fail('unauthorized', `the session is over (${err.code}): sign in again`);
-          await this.endSession('unauthorized');
-        } else {
-          this.fail('refresh_failed', err instanceof Error ? err.message : String(err));
-        }
-        throw err;
-      }
-    })().finally(() => {
-      this.refreshing = null;
-    });
-    return this.refreshing;
-  }
+  // ——— waiting for the device to be synced ———
 
-  // ——— status ———
-
-  private isSynced(): boolean {
-    const s = this.statusValue;
-    return s.pending === 0 && s.current && s.connected;
-  }
-
-  private resolveWaiters(): void {
-    if (!this.isSynced()) return;
+  private async resolveWaiters(): Promise<void> {
+    const s = this.state.value;
+    if (this.waiters.length === 0 || s.pending > 0 || !s.current || !s.connected || !(await this.feed.caughtUp())) return;
+    const now = this.state.value;
+    if (now.pending > 0 || !now.current || !now.connected) return;
     const ws = this.waiters;
     this.waiters = [];
     for (const w of ws) w.resolve();
@@ -667,24 +396,5 @@ export class SyncEngine {
     const ws = this.waiters;
     this.waiters = [];
     for (const w of ws) w.reject(err);
-  }
-
-  private fail(code: string, message: string): void {
-    const error: SyncError = { code, message, at: new Date().toISOString() };
-    this.setStatus({ lastError: error });
-  }
-
-  private setStatus(patch: Partial<SyncStatus>): void {
-    const next = { ...this.statusValue, ...patch };
-    const changed = (Object.keys(next) as (keyof SyncStatus)[]).some((k) => next[k] !== this.statusValue[k]);
-    if (!changed) return;
-    this.statusValue = Object.freeze(next);
-    this.events.emit('status', this.statusValue);
-  }
-
-  private clearTimer(name: 'reconnectTimer' | 'refreshTimer' | 'uploadTimer'): void {
-    const t = this[name];
-    if (t) clearTimeout(t);
-    this[name] = null;
   }
 }

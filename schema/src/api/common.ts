@@ -122,3 +122,22 @@ export const timestamp = z
 
 /** A timestamp in a response (the server's own, always in range). */
 export const isoDateTime = z.string().meta({ format: 'date-time' });
+
+/** The largest page any listing serves. */
+export const MAX_PER_PAGE = 100;
+
+/**
+ * A listing's `per_page`: a whole number from 1; a larger one than MAX_PER_PAGE (however
+ * large) is served as MAX_PER_PAGE, which the answer's `meta.per_page` reports.
+ */
+export const perPage = (def: number) =>
+  z.coerce
+    .number()
+    .min(1)
+    .refine(Number.isInteger, 'must be a whole number')
+    .transform((n) => Math.min(n, MAX_PER_PAGE))
+    .default(def)
+    .describe(`Page size, 1 or more; above ${MAX_PER_PAGE} is served as ${MAX_PER_PAGE}`);
+
+/** A listing's `page`: a whole number from 1; past the last page the list is empty. */
+export const pageNumber = z.coerce.number().min(1).refine(Number.isSafeInteger, 'must be a whole number').default(1);

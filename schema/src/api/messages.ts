@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { email, isoDateTime, name, pathId, text } from './common.ts';
+import { email, isoDateTime, name, pathId, text, pageNumber, perPage } from './common.ts';
 
 /** Email-based patient messaging (clinician-api.md, Messages). */
 
@@ -7,8 +7,8 @@ import { email, isoDateTime, name, pathId, text } from './common.ts';
 export const conversationIdParams = z.object({ conversationId: pathId.meta({ type: 'integer', description: 'The conversation id' }) });
 
 export const messageListQuery = z.object({
-  page: z.coerce.number().int().min(1).default(1),
-  per_page: z.coerce.number().int().min(1).max(100).default(50),
+  page: pageNumber,
+  per_page: perPage(50),
 });
 
 export const MESSAGE_BODY_MAX = 20_000;

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { isoDateTime, pathId } from './common.ts';
+import { isoDateTime, pathId, pageNumber, perPage } from './common.ts';
 
 /**
  * The kinds of notification the server records. Titles and bodies are fixed phrases without
@@ -33,8 +33,8 @@ export const notification = z
   .meta({ id: 'Notification' });
 
 export const notificationListQuery = z.object({
-  page: z.coerce.number().int().min(1).default(1),
-  per_page: z.coerce.number().int().min(1).max(100).default(20),
+  page: pageNumber,
+  per_page: perPage(20),
   is_read: z
     .enum(['0', '1'], { message: 'must be 0 (unread) or 1 (read)' })
     .optional()

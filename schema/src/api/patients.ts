@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { clinicalYear, isoDate, isoDateTime, optionalText, pathId, text } from './common.ts';
+import { clinicalYear, isoDate, isoDateTime, optionalText, pathId, text, pageNumber, perPage } from './common.ts';
 
 /*
  * Records the spec leaves "not shown", decided for the app developer: complete, consistent,
@@ -40,8 +40,8 @@ export const patientUpdateBody = patientCreateBody.omit({ referral: true }).part
 });
 
 export const patientListQuery = z.object({
-  page: z.coerce.number().int().min(1).default(1),
-  per_page: z.coerce.number().int().min(1).max(100).default(20),
+  page: pageNumber,
+  per_page: perPage(20),
   search_by_name: text(100).optional(),
 });
 

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { isoDate, isoDateTime, pathId, safeString, text, timestamp } from './common.ts';
+import { isoDate, isoDateTime, pathId, safeString, text, timestamp, pageNumber, perPage } from './common.ts';
 import { vitalSigns, vitalSignsInput } from './patients.ts';
 
 export const TIMER_EVENT_TYPES = ['start_travel', 'arrive', 'start_documentation', 'complete'] as const;
@@ -160,13 +160,13 @@ export const visit = z
   .meta({ id: 'Visit' });
 
 export const upcomingVisitsQuery = z.object({
-  per_page: z.coerce.number().int().min(1).max(100).default(50),
+  per_page: perPage(50),
   filter: z.enum(['all', 'today', 'week', 'month']).default('all').describe('Window of upcomming_visit after today'),
   filter_date: isoDate.optional().describe('Treat this date as "today" (the clinician’s time zone by default)'),
 });
 
 export const visitHistoryQuery = z.object({
-  per_page: z.coerce.number().int().min(1).max(100).default(20),
-  page: z.coerce.number().int().min(1).default(1),
+  per_page: perPage(20),
+  page: pageNumber,
   record_type: z.enum(['all', 'with_notes']).default('all'),
 });

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import {
+  bigint,
   bigserial,
   boolean,
   check,
@@ -239,13 +240,34 @@ export const auditLog = pgTable(
     requestId: text('request_id'),
     /** Non-PHI context: route, counts, changed field names. */
     details: jsonb('details').$type<Record<string, unknown>>().notNull().default({}),
+    /**
+     * The hash chain (tamper evidence), set by the `audit_log_chain` trigger on insert, never by
+     * the application: the actor's chain (`user:<uuid>`; `org:<uuid>` or `system` for entries
+     * with no actor), the row's place in it from 1, and
+     * sha256(previous row_hash ‖ audit_row_text(row)) in hex. See docs/operations.md.
+     */
+    chain: text('chain'),
+    chainSeq: bigint('chain_seq', { mode: 'number' }),
+    rowHash: text('row_hash'),
   },
   (t) => [
     index('audit_log_at_idx').on(t.at),
     index('audit_log_actor_idx').on(t.actorUserId, t.at),
     index('audit_log_resource_idx').on(t.resourceType, t.resourceId),
+    uniqueIndex('audit_log_chain_seq_idx').on(t.chain, t.chainSeq),
   ],
 );
+
+/**
+ * The last link of each audit chain. Its row lock serialises the writers of one chain (two
+ * concurrent inserts cannot both extend the same head), and it lets `audit verify` see a
+ * chain cut short at its end.
+ */
+export const auditChainHeads = pgTable('audit_chain_heads', {
+  chain: text('chain').primaryKey(),
+  seq: bigint('seq', { mode: 'number' }).notNull(),
+  hash: text('hash').notNull(),
+});
 
 /** Push-notification device tokens (FCM); a token belongs to the device's current user. */
 export const pushTokens = pgTable(

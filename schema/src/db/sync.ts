@@ -74,3 +74,25 @@ export const syncRejections = pgTable(
   },
   (t) => [primaryKey({ columns: [t.userId, t.clientId, t.mutationId] }), index('sync_rejections_created_idx').on(t.createdAt)],
 );
+
+/**
+ * What each processed mutation said, per device: the sha256 of the canonical JSON of its name
+ * and arguments. A replayed id whose content differs was sent by another install with the same
+ * client id (a restored backup, a cloned phone) and is answered `conflict` on protocol 2
+ * (docs/sync-protocol.md, Versioning). Only a hash: no argument values. Purged with
+ * `sync_rejections`, after 30 days; an id with no digest left is answered as a duplicate.
+ */
+export const syncMutationDigests = pgTable(
+  'sync_mutation_digests',
+  {
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    clientId: uuid('client_id').notNull(),
+    mutationId: bigint('mutation_id', { mode: 'number' }).notNull(),
+    /** Hex sha256 of the canonical JSON (keys sorted at every depth) of `{ name, args }`. */
+    digest: text('digest').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.clientId, t.mutationId] }), index('sync_mutation_digests_created_idx').on(t.createdAt)],
+);

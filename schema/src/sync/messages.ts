@@ -2,7 +2,13 @@ import * as z from 'zod';
 
 /** The messages of the sync channel (docs/sync-protocol.md). JSON text frames, one per frame. */
 
-export const PROTOCOL_VERSION = 1;
+/** The version this package's client speaks (docs/sync-protocol.md, Versioning). */
+export const PROTOCOL_VERSION = 2;
+/**
+ * Every version a server speaks: apps in the field still say 1. Version 2 adds
+ * `synced.acked_through` and the `conflict` answer to a mutation (a cloned install).
+ */
+export const SUPPORTED_PROTOCOLS: readonly number[] = [1, 2];
 
 export const SYNC_TABLES = [
   'patients',
@@ -122,7 +128,19 @@ export const resetMessage = z
   .object({ type: z.literal('reset'), reason: z.enum(['first_sync', 'scope_changed', 'cursor_unknown']) })
   .strict();
 
-export const syncedMessage = z.object({ type: z.literal('synced'), cursor: z.string().min(1), server_time: instant }).strict();
+export const syncedMessage = z
+  .object({
+    type: z.literal('synced'),
+    cursor: z.string().min(1),
+    server_time: instant,
+    /**
+     * Protocol 2: the device's last processed mutation id as of this feed run's snapshot. Every
+     * mutation up to it is reflected in what the device has now received, so its optimistic
+     * copies of them can go. Absent on protocol 1 sockets.
+     */
+    acked_through: z.number().int().min(0).optional(),
+  })
+  .strict();
 
 export const ackMessage = z.object({ type: z.literal('ack'), mutation_id: mutationId, result: z.unknown().optional() }).strict();
 
@@ -154,6 +172,21 @@ export const failedMessage = z
   })
   .strict();
 
+/**
+ * Protocol 2: this mutation id of this client id was already processed with different content —
+ * another install uses the same client id (a restored backup, a cloned phone). Not applied, not
+ * counted; the device takes a new client id and sends it again under that (docs/sync-protocol.md,
+ * Cloned installs).
+ */
+export const conflictMessage = z
+  .object({
+    type: z.literal('conflict'),
+    mutation_id: mutationId,
+    code: z.literal('client_id_reused'),
+    message: z.string(),
+  })
+  .strict();
+
 export const docErrorMessage = z
   .object({
     type: z.literal('doc_error'),
@@ -173,6 +206,7 @@ export const serverMessage = z.discriminatedUnion('type', [
   rejectMessage,
   retryMessage,
   failedMessage,
+  conflictMessage,
   docMessage,
   docErrorMessage,
 ]);
@@ -184,6 +218,8 @@ export type ServerMessage = z.infer<typeof serverMessage>;
 export const restMutationsBody = z
   .object({
     client_id: uuid,
+    /** The sync protocol version the device speaks (absent: 1); 2 may be answered `conflict`. */
+    protocol: z.number().int().positive().optional(),
     // Each mutation is judged on its own (a reject in `results`); only an entry without a
     // valid id cannot be answered, and fails the request.
     mutations: z.array(incomingMutation.omit({ type: true })).min(1).max(100),
@@ -195,6 +231,6 @@ export const restMutationsResult = z
   .object({
     /** The device's last processed mutation id after this request. */
     last_mutation_id: z.number().int().min(0),
-    results: z.array(z.discriminatedUnion('type', [ackMessage, rejectMessage, retryMessage, failedMessage])),
+    results: z.array(z.discriminatedUnion('type', [ackMessage, rejectMessage, retryMessage, failedMessage, conflictMessage])),
   })
   .meta({ id: 'SyncMutationsResult' });

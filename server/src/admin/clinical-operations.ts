@@ -6,7 +6,7 @@ const instant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 tim
 
 /**
  * Operator commands for PHI at rest and the audit trail (`fieldchart keys …`,
- * `fieldchart audit export`). On a running embedded server they run inside it (admin
+ * `fieldchart audit export`, `fieldchart audit verify`). On a running embedded server they run inside it (admin
  * socket), so a rotation swaps the server's own key ring in place.
  */
 export const clinicalOperations = {
@@ -21,5 +21,8 @@ export const clinicalOperations = {
         ...(a.to ? { to: new Date(a.to) } : {}),
         ...(a.limit ? { limit: a.limit } : {}),
       }),
+  ),
+  'audit.verify': op(z.object({ chain: z.string().min(1).max(200).optional() }), (ctx, a) =>
+    ctx.services.auditVerify.verify(a.chain ? { chain: a.chain } : {}),
   ),
 } as const;

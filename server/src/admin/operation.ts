@@ -1,10 +1,9 @@
 import type { z } from 'zod';
-import type { OperationContext } from './operations.ts';
+import type { OperationContext } from './operation-context.ts';
 
 /**
- * One operator command: its argument schema and what runs it. A module of its own (with a
- * type-only import of the context) so the operation tables can share `op` without importing
- * operations.ts at run time.
+ * One operator command: its argument schema and what runs it. A module of its own so the
+ * operation tables can share `op` without importing operations.ts.
  */
 export interface Operation<A extends z.ZodType, R = unknown> {
   readonly args: A;

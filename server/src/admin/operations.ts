@@ -1,29 +1,19 @@
 import fs from 'node:fs/promises';
 import { z } from 'zod';
-import type { Database } from '../db/database.ts';
-import { migrationStatus, type MigrationStatus } from '../db/migrate.ts';
-import type { Services } from '../services/index.ts';
 import { NotFound } from '../errors.ts';
 import { clinicalOperations } from './clinical-operations.ts';
 import { op, type Operation } from './operation.ts';
+import type { OperationContext } from './operation-context.ts';
 import { organizationOperations } from './organization-operations.ts';
 import { seedOperations } from './seed-operations.ts';
+
+export { operationContext, type OperationContext } from './operation-context.ts';
 
 /**
  * Operator commands as data: the CLI runs them against the database itself, or — when a
  * server holds the embedded database — sends them over the admin socket and the server runs
  * the very same function. One implementation, two transports.
  */
-export interface OperationContext {
-  readonly services: Services;
-  readonly migrationStatus: () => Promise<MigrationStatus>;
-}
-
-/** The context both transports build, so the server and the CLI cannot drift apart. */
-export function operationContext(services: Services, database: Database): OperationContext {
-  return { services, migrationStatus: () => migrationStatus(database) };
-}
-
 export const operations = {
   'migrate.status': op(z.object({}), (ctx) => ctx.migrationStatus()),
   'user.list': op(
@@ -44,6 +34,7 @@ export const operations = {
     return { ...mail, eml };
   }),
   'maintenance.purge': op(z.object({}), (ctx) => ctx.services.maintenance.purgeExpired()),
+  'db.backup': op(z.object({ file: z.string().min(1) }), (ctx, a) => ctx.backup(a.file)),
   ...organizationOperations,
   ...seedOperations,
   ...clinicalOperations,

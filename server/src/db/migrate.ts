@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
@@ -7,7 +8,14 @@ import type { PgliteDatabase } from 'drizzle-orm/pglite';
 import { sql as q } from 'drizzle-orm';
 import { rowsOf, type Database } from './database.ts';
 
-export const migrationsFolder = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
+/**
+ * dist/migrations from a build (this code bundled into dist/<program>/), server/migrations
+ * from the sources (server/src/db): whichever holds the journal.
+ */
+export const migrationsFolder = ((here: string) => {
+  const candidates = [path.resolve(here, '../migrations'), path.resolve(here, '../../migrations')];
+  return candidates.find((dir) => fs.existsSync(path.join(dir, 'meta/_journal.json'))) ?? candidates[1]!;
+})(path.dirname(fileURLToPath(import.meta.url)));
 
 // Any constant works; it only has to be the same on every node.
 const MIGRATION_LOCK_ID = 7_414_201;

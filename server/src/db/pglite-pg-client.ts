@@ -16,7 +16,14 @@ import {
   toPgResult,
 } from './pg-wire-values.ts';
 import type { NormalizedQuery, PgQueryCallback, PgQueryConfig, PgQueryResult, PgRow } from './pg-wire-values.ts';
-import type { PglitePgPool } from './pglite-pg-pool.ts';
+
+/**
+ * The one thing a client needs from its pool (pglite-pg-pool.ts): being told it was released.
+ * Named here, not imported, so the pool depends on the client and not the other way round.
+ */
+export interface PglitePgClientOwner {
+  _clientReleased(client: PglitePgClient, error: Error | undefined): void;
+}
 
 type TxAction = 'commit' | 'rollback';
 
@@ -120,14 +127,14 @@ export class PglitePgClient extends EventEmitter {
   readonly escapeIdentifier = pg.escapeIdentifier;
   readonly escapeLiteral = pg.escapeLiteral;
 
-  readonly #pool: PglitePgPool;
+  readonly #pool: PglitePgClientOwner;
   readonly #pglite: PGlite;
   #queue: Promise<unknown> = Promise.resolve();
   #open: OpenTransaction | null = null;
   #subscriptions = new Map<string, ListenSubscription>();
   #released = false;
 
-  constructor(pool: PglitePgPool, pglite: PGlite, processID: number) {
+  constructor(pool: PglitePgClientOwner, pglite: PGlite, processID: number) {
     super();
     this.#pool = pool;
     this.#pglite = pglite;

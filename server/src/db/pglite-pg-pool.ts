@@ -23,7 +23,7 @@ import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { Pool } from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
-import { PglitePgClient } from './pglite-pg-client.ts';
+import { PglitePgClient, type PglitePgClientOwner } from './pglite-pg-client.ts';
 import type { PgQueryCallback, PgQueryConfig, PgQueryResult, PgRow } from './pg-wire-values.ts';
 
 export { PglitePgClient } from './pglite-pg-client.ts';
@@ -47,7 +47,7 @@ export type PgConnectCallback = (
  * count getters. Every `connect()` makes a fresh client (emitting 'connect' and 'acquire', as pg
  * does for a new connection), so there is nothing idle and nothing to wait for.
  */
-export class PglitePgPool extends EventEmitter {
+export class PglitePgPool extends EventEmitter implements PglitePgClientOwner {
   readonly options: { max: number };
   readonly #pglite: PGlite;
   readonly #active = new Set<PglitePgClient>();

@@ -143,6 +143,8 @@ export function writeClientError(err: { code?: string }, socket: Duplex): void {
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Bad request'}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        // The headers every other answer gets from http/security-headers.ts.
+        'X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n' +
         `Content-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
     );
   }

@@ -1,4 +1,4 @@
-import type { JobHandler } from './worker.ts';
+import type { JobHandler } from './job-handler.ts';
 
 /**
  * One AI documentation run (services/ai/pipeline/run.ts): safe to run twice; a transient

@@ -1,4 +1,4 @@
-import type { JobHandler } from './worker.ts';
+import type { JobHandler } from './job-handler.ts';
 
 /**
  * Hourly: drops records whose only purpose has expired (see README, "What is kept"), deletes

@@ -1,4 +1,4 @@
-import type { JobHandler } from './worker.ts';
+import type { JobHandler } from './job-handler.ts';
 
 /** Fans a recorded notification out to one push_send job per device token. */
 export const pushNotification: JobHandler<'push_notification'> = async (services, payload) => {

@@ -4,20 +4,11 @@ import type { FastifyBaseLogger } from 'fastify';
 import { redactText, safeError } from '../log-safety.ts';
 import type { Services } from '../services/index.ts';
 import { taskPayloads, type TaskName } from './task-map.ts';
+import type { JobHandler, JobRun } from './job-handler.ts';
 import { cleanupExpired } from './cleanup-expired.ts';
 import { aiProcessAudio } from './ai-process-audio.ts';
 import { sendMail } from './send-mail.ts';
 import { pushNotification, pushSend } from './push-notification.ts';
-
-/** What a handler may know of its job run: graphile-worker's attempt counters and abort signal. */
-export interface JobRun {
-  readonly attempts: number;
-  readonly maxAttempts: number;
-  /** Aborted when the worker shuts down gracefully. */
-  readonly signal: AbortSignal | undefined;
-}
-
-export type JobHandler<T extends TaskName> = (services: Services, payload: import('./task-map.ts').TaskPayload<T>, run: JobRun) => Promise<void>;
 
 const handlers: { [K in TaskName]: JobHandler<K> } = {
   send_mail: sendMail,

@@ -23,7 +23,7 @@ export const aiPipelineRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
         response: { 200: envelope(processAudioResult), ...errors(401, 404, 413, 422) },
       },
       handler: async (req) => {
-        const ctx = await auditContextOf(req, services);
+        const ctx = await auditContextOf(req);
         const userId = principalOf(req).userId;
         const { fields, audio } = await readAudioMultipart(req, {
           fields: processAudioFields,
@@ -66,7 +66,7 @@ export const aiPipelineRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
       params: transcriptionUuidParams,
       response: { 200: envelope(aiStatus), ...errors(401, 404) },
     },
-    handler: async (req) => ok(await services.aiPipeline.status(await auditContextOf(req, services), principalOf(req).userId, req.params.serverUuid)),
+    handler: async (req) => ok(await services.aiPipeline.status(await auditContextOf(req), principalOf(req).userId, req.params.serverUuid)),
   });
 
   app.post('/ai/retry/:serverUuid', {
@@ -78,7 +78,7 @@ export const aiPipelineRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
       response: { 200: messageOnly, ...errors(401, 404, 409) },
     },
     handler: async (req) => {
-      await services.aiPipeline.retry(await auditContextOf(req, services), principalOf(req).userId, req.params.serverUuid);
+      await services.aiPipeline.retry(await auditContextOf(req), principalOf(req).userId, req.params.serverUuid);
       return done('Processing again');
     },
   });

@@ -59,7 +59,7 @@ export const audioRoutes: FastifyPluginAsyncZod<{ services: Services; apiPrefix:
         response: { 200: envelope(visitAudioUploadResult), ...errors(401, 404, 413, 422) },
       },
       handler: async (req) => {
-        const ctx = await auditContextOf(req, services);
+        const ctx = await auditContextOf(req);
         const userId = principalOf(req).userId;
         const { fields, audio } = await readAudioMultipart(req, {
           fields: visitAudioUploadFields,
@@ -94,7 +94,7 @@ export const audioRoutes: FastifyPluginAsyncZod<{ services: Services; apiPrefix:
     handler: async (req, typedReply) => {
       // The body is a byte stream, not a JSON schema's value: the untyped reply sends it as is.
       const reply = typedReply as unknown as FastifyReply;
-      const ctx = await auditContextOf(req, services);
+      const ctx = await auditContextOf(req);
       const userId = principalOf(req).userId;
       const meta = await services.audio.find(userId, req.params.uuid);
       // Unknown: `open` records the refused read and answers 404.
@@ -138,6 +138,8 @@ async function tusRoutes(app: FastifyInstance, opts: { services: Services; path:
     datastore: store,
     maxSize: services.config.audio.aiAudioMaxBytes,
     relativeLocation: true,
+    // Browsers may upload from the configured origins only (tus would otherwise answer `*`).
+    allowedOrigins: (origin) => services.config.corsOrigins.includes(origin),
     namingFunction: (req) => store.nameFor(userOf(req)),
     onIncomingRequest: async (req, uploadId) => {
       const user = userOf(req);
@@ -153,6 +155,9 @@ async function tusRoutes(app: FastifyInstance, opts: { services: Services; path:
 
   const handle = async (req: FastifyRequest, reply: FastifyReply) => {
     if (req.method !== 'OPTIONS') owners.set(req.raw, principalOf(req).userId);
+    // The headers hooks set so far (security headers, CORS) go out with tus's own answer.
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
+    reply.raw.setHeader('cache-control', 'no-store');
     reply.hijack();
     try {
       await tus.handle(req.raw, reply.raw);

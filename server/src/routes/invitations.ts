@@ -25,7 +25,7 @@ export const invitationRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
   const { invitations, invitationSignup } = services;
 
   app.post('/my-organization/invitations', {
-    schema: { tags, summary: 'Invite a clinician by email (admin)', body: inviteMemberBody, response: { 200: messageOnly, ...errors(401, 403, 422) } },
+    schema: { tags, summary: 'Invite a clinician by email (admin)', body: inviteMemberBody, response: { 200: messageOnly, ...errors(401, 403, 422, 429) } },
     handler: async (req) => {
       await invitations.invite(principalOf(req), req.body);
       return done('Invitation sent');
@@ -69,7 +69,7 @@ export const invitationRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
   app.post('/accept-invitation', {
     config: pub,
     schema: { tags, summary: 'Open an emailed invitation link; mails a 6-digit code to the invited address', body: acceptInvitationBody, response: { 200: envelope(acceptInvitationResult), ...errors(404, 422, 429) } },
-    handler: async (req) => ok(await invitationSignup.acceptInvitation(req.body.token), 'A verification code was sent to your email'),
+    handler: async (req) => ok(await invitationSignup.acceptInvitation(req.body.token, req.ip), 'A verification code was sent to your email'),
   });
 
   app.post('/invite-otp-verify', {

@@ -15,7 +15,7 @@ export const messageRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       description: 'Each carries the integer `id`, the patient’s name and email, the unread count (patient replies not yet marked read) and the last message.',
       response: { 200: envelope(z.array(conversation)), ...errors(401) },
     },
-    handler: async (req) => ok(await services.messages.conversations(await auditContextOf(req, services))),
+    handler: async (req) => ok(await services.messages.conversations(await auditContextOf(req))),
   });
 
   app.get('/messages/:conversationId', {
@@ -28,7 +28,7 @@ export const messageRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       response: { 200: paginated(chatMessage), ...errors(401, 404, 422) },
     },
     handler: async (req) => {
-      const page = await services.messages.messages(await auditContextOf(req, services), req.params.conversationId, req.query);
+      const page = await services.messages.messages(await auditContextOf(req), req.params.conversationId, req.query);
       return { status: true as const, data: page.data, meta: page.meta };
     },
   });
@@ -43,7 +43,7 @@ export const messageRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       response: { 200: messageOnly, ...errors(401, 404, 422) },
     },
     handler: async (req) => {
-      await services.messages.send(await auditContextOf(req, services), req.body);
+      await services.messages.send(await auditContextOf(req), req.body);
       return done('Message sent');
     },
   });
@@ -56,7 +56,7 @@ export const messageRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       response: { 200: messageOnly, ...errors(401, 404) },
     },
     handler: async (req) => {
-      await services.messages.markRead(await auditContextOf(req, services), req.params.conversationId);
+      await services.messages.markRead(await auditContextOf(req), req.params.conversationId);
       return done('Conversation marked read');
     },
   });

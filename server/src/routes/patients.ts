@@ -27,7 +27,7 @@ const tags = ['Patients'];
 /** Patients, charts, scheduled visits by referral, the general summary and documents. */
 export const patientRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   const { patients } = services;
-  const ctxOf = (req: Parameters<typeof auditContextOf>[0]) => auditContextOf(req, services);
+  const ctxOf = (req: Parameters<typeof auditContextOf>[0]) => auditContextOf(req);
 
   app.get('/patient/my-patients', {
     schema: {

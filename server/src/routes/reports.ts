@@ -55,7 +55,7 @@ export const reportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       summary: 'Visits whose documentation is late, unsigned or has unresolved review flags',
       response: { 200: envelope(z.array(problemNote)), ...errors(401) },
     },
-    handler: async (req) => ok(await reports.problemNotes(await auditContextOf(req, services))),
+    handler: async (req) => ok(await reports.problemNotes(await auditContextOf(req))),
   });
 
   app.get('/reports/summary', {
@@ -65,7 +65,7 @@ export const reportRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       querystring: reportRangeQuery,
       response: { 200: envelope(reportSummary), ...errors(401, 422) },
     },
-    handler: async (req) => ok(await reports.summary(await auditContextOf(req, services), req.query)),
+    handler: async (req) => ok(await reports.summary(await auditContextOf(req), req.query)),
   });
 
   app.get('/reports/time-saved', {

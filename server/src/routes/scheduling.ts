@@ -48,7 +48,7 @@ export const schedulingRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
       response: { 200: envelope(routeSuggestion), ...errors(401, 422) },
     },
     handler: async (req) => {
-      const r = await services.routePlanner.optimize(await auditContextOf(req, services), principalOf(req).userId, req.body);
+      const r = await services.routePlanner.optimize(await auditContextOf(req), principalOf(req).userId, req.body);
       return ok(r.suggestion, fallbackMessage(r.preferred, r.suggestion.routing_source));
     },
   });
@@ -63,7 +63,7 @@ export const schedulingRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
       response: { 200: envelope(z.object({ changed: z.number().int() })), ...errors(401, 404, 422) },
     },
     handler: async (req) => {
-      const r = await services.visitReschedule.rescheduleDay(await auditContextOf(req, services), principalOf(req).userId, req.body);
+      const r = await services.visitReschedule.rescheduleDay(await auditContextOf(req), principalOf(req).userId, req.body);
       return ok(r, `${r.changed} visit(s) rescheduled`);
     },
   });

@@ -32,7 +32,7 @@ export const visitRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
       body: visitRequestBody,
       response: { 200: envelope(z.object({ uuid: z.string() })), ...errors(401, 422) },
     },
-    handler: async (req) => ok(await services.visitScheduling.schedule(await auditContextOf(req, services), principalOf(req).userId, req.body), 'Visit scheduled'),
+    handler: async (req) => ok(await services.visitScheduling.schedule(await auditContextOf(req), principalOf(req).userId, req.body), 'Visit scheduled'),
   });
 
   app.get('/get-upcomming-visits', {
@@ -44,7 +44,10 @@ export const visitRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
       querystring: upcomingVisitsQuery,
       response: { 200: envelope(z.object({ today: z.string(), today_visit: z.array(visit), upcomming_visit: z.array(visit) })), ...errors(401, 422) },
     },
-    handler: async (req) => ok(await services.visitQueries.upcoming(await auditContextOf(req, services), principalOf(req).userId, req.query)),
+    handler: async (req) => {
+      const caller = principalOf(req);
+      return ok(await services.visitQueries.upcoming(auditContextOf(req), caller.userId, req.query, caller.timeZone));
+    },
   });
 
   app.get('/get-visit-history', {
@@ -56,7 +59,7 @@ export const visitRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
       response: { 200: paginated(visit), ...errors(401, 422) },
     },
     handler: async (req) => {
-      const page = await services.visitQueries.history(await auditContextOf(req, services), principalOf(req).userId, req.query);
+      const page = await services.visitQueries.history(await auditContextOf(req), principalOf(req).userId, req.query);
       return { status: true as const, data: page.data, meta: page.meta };
     },
   });
@@ -68,7 +71,7 @@ export const visitRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
       params: scheduleUuidParams,
       response: { 200: envelope(visit), ...errors(401, 404) },
     },
-    handler: async (req) => ok(await services.visitQueries.details(await auditContextOf(req, services), principalOf(req).userId, req.params.scheduleUuid)),
+    handler: async (req) => ok(await services.visitQueries.details(await auditContextOf(req), principalOf(req).userId, req.params.scheduleUuid)),
   });
 
   app.post('/visit-timer-events', {
@@ -81,7 +84,7 @@ export const visitRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
       response: { 200: messageOnly, ...errors(401, 404, 422) },
     },
     handler: async (req) => {
-      const r = await services.visitTimer.record(await auditContextOf(req, services), principalOf(req).userId, req.body);
+      const r = await services.visitTimer.record(await auditContextOf(req), principalOf(req).userId, req.body);
       return done(`${r.recorded} event(s) recorded${r.replayed ? `, ${r.replayed} already recorded` : ''}; visit ${r.status}`);
     },
   });
@@ -96,7 +99,7 @@ export const visitRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
       response: { 200: messageOnly, ...errors(401, 404, 409, 422) },
     },
     handler: async (req) => {
-      const r = await services.soapNotes.submit(await auditContextOf(req, services), principalOf(req).userId, req.body);
+      const r = await services.soapNotes.submit(await auditContextOf(req), principalOf(req).userId, req.body);
       return done(`Visit note submitted${r.signed ? ' and signed' : ''}${r.vital_flags.length ? `; abnormal vitals flagged: ${r.vital_flags.join(', ')}` : ''}`);
     },
   });
@@ -112,7 +115,7 @@ export const visitRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
       response: { 200: messageOnly, ...errors(401, 404, 422) },
     },
     handler: async (req) => {
-      const r = await services.visitMileage.put(await auditContextOf(req, services), principalOf(req).userId, req.params.uuid, req.body);
+      const r = await services.visitMileage.put(await auditContextOf(req), principalOf(req).userId, req.params.uuid, req.body);
       return done(r.applied ? 'Mileage saved' : `Mileage not applied: a newer entry (recorded at ${r.stored_recorded_at}) is already stored`);
     },
   });

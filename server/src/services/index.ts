@@ -14,6 +14,7 @@ import { createAudio } from './audio/index.ts';
 import { normaliseToPcm16kMono } from './audio/ffmpeg.ts';
 import { createAiChecklists } from './ai/notes/checklist-service.ts';
 import { createAuditExport } from './audit/audit-export.ts';
+import { createAuditVerify } from './audit/audit-verify.ts';
 import { createAuditLog } from './audit/audit-log.ts';
 import { createClinicianSettings } from './clinician-settings.ts';
 import { createAccounts } from './auth/accounts.ts';
@@ -36,6 +37,7 @@ import { createRoutingServices } from './routing/index.ts';
 import { createDemoSeed } from './seed/demo-seed.ts';
 import { createSubscriptions } from './subscriptions/index.ts';
 import { createThrottle } from './throttle.ts';
+import { createRequestRate } from './request-rate.ts';
 import { createUsers } from './users/users.ts';
 import { createVisitServices } from './visits/index.ts';
 
@@ -79,6 +81,8 @@ export function createServices(deps: ServiceDeps) {
     clinicianSettings,
     sessions,
     throttle,
+    /** REST request counts per user and per address (http/rate-limit.ts). */
+    requestRate: createRequestRate({ db, throttle }),
     mail,
     accounts: createAccounts({ db, clock, config, sessions, throttle, idTokens: deps.idTokens, mail }),
     passwordReset: createPasswordReset({ db, clock, config, throttle, sessions, mail }),
@@ -97,6 +101,7 @@ export function createServices(deps: ServiceDeps) {
     seatOf: (userId: string) => seatOf(db, userId),
     patients: createPatients({ db, clock, phi: deps.phi, audit }),
     auditExport: createAuditExport({ db, audit }),
+    auditVerify: createAuditVerify({ db }),
     phiKeys: createPhiRotation({ db, config, phi: deps.phi, audit }),
     reports: createReports({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),
     subscriptions: createSubscriptions({ db, clock, config }),

@@ -1,8 +1,9 @@
 import { and, isNotNull, lt, or, sql } from 'drizzle-orm';
-import { mailOutbox, passwordResets, refreshTokens, sessions, syncRejections, throttles } from '@fieldchart/schema/db';
+import { mailOutbox, passwordResets, refreshTokens, sessions, throttles } from '@fieldchart/schema/db';
 import type { Db } from '../db/database.ts';
 import type { Clock } from '../clock.ts';
 import type { Idempotency } from './idempotency.ts';
+import { pruneLedger } from './sync/mutation-ledger-retention.ts';
 
 const DAY = 86_400_000;
 
@@ -11,7 +12,10 @@ export const RETENTION = {
   revokedSessionsDays: 30,
   passwordResetDays: 1,
   sentMailLogDays: 30,
-  /** How long a refused mutation is answered again as refused when a device replays it. */
+  /**
+   * How long a refused mutation is answered again as refused when a device replays it, and a
+   * processed mutation's digest is kept to tell a cloned install's replay from a duplicate.
+   */
   syncRejectionDays: 30,
 } as const;
 
@@ -54,12 +58,10 @@ export function createMaintenance(deps: { db: Db; clock: Clock; idempotency: Ide
         .delete(mailOutbox)
         .where(and(isNotNull(mailOutbox.sentAt), lt(mailOutbox.sentAt, before(RETENTION.sentMailLogDays))))
         .returning({ id: mailOutbox.id });
-      const rejections = await db
-        .delete(syncRejections)
-        .where(lt(syncRejections.createdAt, before(RETENTION.syncRejectionDays)))
-        .returning({ id: syncRejections.mutationId });
+      const ledger = await pruneLedger(db, before(RETENTION.syncRejectionDays));
       return {
-        sync_rejections: rejections.length,
+        sync_rejections: ledger.rejections,
+        sync_mutation_digests: ledger.digests,
         idempotency_keys: idempotency,
         throttles: throttleRows.length,
         password_resets: resets.length,

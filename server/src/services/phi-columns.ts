@@ -36,7 +36,7 @@ export const PHI_TABLES: readonly PhiTable[] = [
   { table: 'messages', key: ['id'], columns: ['body_enc', 'subject_enc'], rowId: byId },
   // Mail to patients until it is sent (services/mail/mail-outbox.ts enqueueSealed).
   { table: 'mail_outbox', key: ['id'], columns: ['phi_enc'], rowId: byId },
-  // Yjs updates of draft notes, bound to their (sequence-drawn) id; server/src/sync/drafts-store.ts.
+  // Yjs updates of draft notes, bound to their (sequence-drawn) id; server/src/services/sync/drafts-store.ts.
   { table: 'draft_updates', key: ['id'], columns: ['update_enc'], rowId: byId },
   // The clinician's home address (services/routing/policy.ts), bound to the user id.
   { table: 'scheduling_policies', key: ['user_id'], columns: ['home_base_address_enc'], rowId: byId },

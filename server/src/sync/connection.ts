@@ -1,29 +1,31 @@
 /**
  * One device's socket (docs/sync-protocol.md): first-message authentication, in-band token
  * refresh, the change feed from the device's cursor, ordered exactly-once mutations and the
- * draft documents it has open.
+ * draft documents it has open. Framing, ordering and timers only: every database read or
+ * write is a hook (hooks.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import {
   CLOSE_CODES,
-  PROTOCOL_VERSION,
+  SUPPORTED_PROTOCOLS,
   clientMessage,
   incomingMutation,
-  type Change,
   type ClientMessage,
   type CloseCodeName,
   type ServerMessage,
 } from '@fieldchart/schema/sync';
 import { safeError } from '../log-safety.ts';
-import type { SyncHubContext } from './hub.ts';
+import { windowOf } from '../services/sync/feed.ts';
+import type { MutationDevice, MutationMessage } from '../services/sync/mutation-ledger.ts';
+import { closeFor, refusalOfSession, type Refusal } from './close-reasons.ts';
 import type { DraftPeer } from './drafts.ts';
-import { windowOf } from './feed.ts';
-import { applyMutationBatch, lastMutationIdOf, type BatchOutcome, type MutationDevice, type MutationMessage } from './apply-mutations.ts';
+import type { ConnectionHost, HeldConnection } from './hooks.ts';
+import { SocketQueue } from './socket-queue.ts';
 
 type HelloMessage = Extract<ClientMessage, { type: 'hello' }>;
-/** A message as the inbox holds it: mutations not judged yet (each is answered on its own). */
-type InboxMessage = Exclude<ClientMessage, { type: 'mutation' }> | MutationMessage;
+/** A frame as the queue holds it: mutations not judged yet (each is answered on its own). */
+type Frame = Exclude<ClientMessage, { type: 'mutation' }> | MutationMessage;
 
 /** Changes per `changes` message, and bytes (docs: Limits). */
 const BATCH_CHANGES = 500;
@@ -32,29 +34,32 @@ const BATCH_BYTES = 1024 * 1024;
 const MUTATIONS_PER_TRANSACTION = 100;
 const HELLO_TIMEOUT_MS = 10_000;
 /**
- * A phone that drops off a network sends no FIN: without pings its socket (and its place in
- * the per-user limit) would linger until TCP gives up, minutes later.
- */
-const PING_INTERVAL_MS = 30_000;
-/**
- * Messages waiting to be handled: a device keeps at most 100 mutations unanswered (the
+ * Frames waiting to be handled: a device keeps at most 100 mutations unanswered (the
  * protocol's limit) plus its draft traffic; more means it ignores the limit.
  */
-const MAX_INBOX = 500;
+const MAX_WAITING_FRAMES = 500;
 /** Bytes queued towards a device before it counts as not reading. */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
-export class SyncConnection implements DraftPeer {
+const isDraftFrame = (f: Frame) => f.type === 'doc_open' || f.type === 'doc' || f.type === 'doc_close';
+
+export class SyncConnection implements DraftPeer, HeldConnection {
   readonly id = randomUUID();
   userId = '';
   clientId = '';
   private sessionId = '';
   /** The seat the socket was opened under: a different one closes it (4410). */
   private organizationId: string | null = null;
+  /** The protocol version this socket speaks (its hello), which decides protocol 2 fields. */
+  protocol = 1;
   private state: 'hello' | 'open' | 'closed' = 'hello';
   private cursor: string | null = null;
-  private readonly inbox: InboxMessage[] = [];
-  private processing = false;
+  /** The clinician's time zone as last read: the feed computes its window from it first. */
+  private timeZone: string | undefined;
+  private readonly queue: SocketQueue<Frame>;
+  get queueDepth(): number {
+    return this.queue.depth;
+  }
   private feedRunning = false;
   private feedAgain = false;
   /**
@@ -66,24 +71,40 @@ export class SyncConnection implements DraftPeer {
   private helloReceived = false;
   private helloTimer: NodeJS.Timeout | null;
   private expiryTimer: NodeJS.Timeout | null = null;
-  private readonly pingTimer: NodeJS.Timeout;
+  /** Answered the last ping (the hub pings every socket on one timer: `heartbeat`). */
   private alive = true;
 
   constructor(
     private readonly socket: WebSocket,
-    private readonly hub: SyncHubContext,
+    private readonly host: ConnectionHost,
   ) {
+    this.queue = new SocketQueue<Frame>({
+      capacity: MAX_WAITING_FRAMES,
+      maxBatch: MUTATIONS_PER_TRANSACTION,
+      alongside: isDraftFrame,
+      batch: (f) => f.type === 'mutation',
+      handle: (frames) => this.handle(frames),
+      onError: (err) => {
+        this.host.log.error({ err: safeError(err), connection: this.id }, 'sync connection failed');
+        this.close('internal_error');
+      },
+    });
     this.helloTimer = setTimeout(() => this.close('auth_timeout', 'No hello within 10 s'), HELLO_TIMEOUT_MS);
-    this.pingTimer = setInterval(() => {
-      if (!this.alive) return this.socket.terminate();
-      this.alive = false;
-      this.socket.ping();
-    }, PING_INTERVAL_MS);
-    this.pingTimer.unref();
     socket.on('pong', () => (this.alive = true));
     socket.on('message', (data, isBinary) => this.onFrame(data, isBinary));
     socket.on('close', () => this.onClosed());
     socket.on('error', () => this.onClosed());
+  }
+
+  /**
+   * A phone that drops off a network sends no FIN: without pings its socket (and its place in
+   * the per-user limit) would linger until TCP gives up, minutes later. A socket that did not
+   * answer the previous ping is dropped.
+   */
+  heartbeat(): void {
+    if (!this.alive) return void this.socket.terminate();
+    this.alive = false;
+    this.socket.ping();
   }
 
   get isOpen(): boolean {
@@ -112,18 +133,23 @@ export class SyncConnection implements DraftPeer {
     this.socket.close(CLOSE_CODES[reason], text.slice(0, 120));
   }
 
+  private refuse(refusal: Refusal): void {
+    const { code, text } = closeFor(refusal);
+    this.close(code, text);
+  }
+
   private onClosed(): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
+    this.queue.stop();
     if (this.helloTimer) clearTimeout(this.helloTimer);
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
-    clearInterval(this.pingTimer);
-    this.hub.detach(this);
+    this.host.detach(this);
   }
 
   private onFrame(data: unknown, isBinary: boolean): void {
     if (this.state === 'closed') return;
-    let message: InboxMessage | null = null;
+    let message: Frame | null = null;
     if (!isBinary) {
       try {
         // `__proto__` keys are dropped (as over HTTP): harmless to JSON.parse, not to every
@@ -140,143 +166,94 @@ export class SyncConnection implements DraftPeer {
     }
     if (!message) return this.close('bad_message', 'Not a valid sync message');
     // Decided on arrival, not on the state: frames may follow hello before welcome is sent (they
-    // wait in the inbox), and a second hello must never reach hello() — it would swap the
+    // wait in the queue), and a second hello must never reach hello() — it would swap the
     // socket's identity after the first was checked.
     if (!this.helloReceived && message.type !== 'hello') return this.close('bad_message', 'The first message must be hello');
     if (this.helloReceived && message.type === 'hello') return this.close('bad_message', 'hello was already received');
     this.helloReceived = true;
-    if (this.inbox.length >= MAX_INBOX) return this.close('bad_message', 'Too many messages waiting; wait for answers');
-    this.inbox.push(message);
-    void this.process();
+    if (!this.queue.push(message)) this.close('bad_message', 'Too many messages waiting; wait for answers');
   }
 
-  /** One message at a time, in arrival order; consecutive mutations share a transaction. */
-  private async process(): Promise<void> {
-    if (this.processing) return;
-    this.processing = true;
-    try {
-      while (this.inbox.length > 0 && this.state !== 'closed') {
-        const head = this.inbox[0] as InboxMessage;
-        if (head.type === 'mutation') {
-          // A note takes the draft's text: the draft messages before it must be stored first.
-          await this.draftsSettled();
-          let n = 0;
-          while (n < this.inbox.length && n < MUTATIONS_PER_TRANSACTION && this.inbox[n]?.type === 'mutation') n++;
-          await this.applyMutations(this.inbox.splice(0, n) as MutationMessage[]);
-          continue;
-        }
-        this.inbox.shift();
-        await this.handle(head);
-      }
-    } catch (err) {
-      this.hub.log.error({ err: safeError(err), connection: this.id }, 'sync connection failed');
-      this.close('internal_error');
-    } finally {
-      this.processing = false;
-    }
-  }
-
-  private async handle(message: Exclude<InboxMessage, MutationMessage>): Promise<void> {
-    switch (message.type) {
+  /** One frame, or a run of consecutive mutations (one transaction), from the queue. */
+  private async handle(frames: Frame[]): Promise<void> {
+    if (this.state === 'closed') return;
+    const [first] = frames;
+    if (!first) return;
+    const { drafts } = this.host.hooks;
+    switch (first.type) {
+      case 'mutation':
+        return this.applyMutations(frames as MutationMessage[]);
       case 'hello':
-        return this.hello(message);
+        return this.hello(first);
       case 'auth':
-        return this.reauthenticate(message.token);
-      // Draft messages keep their order in the drafts module (one lane per socket and
-      // document); not waiting for them here lets typing on one device reach the others while
-      // the previous keystroke is still being stored.
+        return this.reauthenticate(first.token);
       case 'doc_open':
-        return this.track(this.hub.drafts.open(this, message.doc));
+        return drafts.open(this, first.doc);
       case 'doc':
-        return this.track(this.hub.drafts.receive(this, message.doc, message.message));
+        return drafts.receive(this, first.doc, first.message);
       case 'doc_close':
-        return this.hub.drafts.close(this, message.doc);
+        return drafts.close(this, first.doc);
     }
-  }
-
-  private readonly draftWork = new Set<Promise<void>>();
-
-  private track(work: Promise<void>): void {
-    const settled = work.then(
-      () => {},
-      (err: unknown) => {
-        this.hub.log.error({ err: safeError(err), connection: this.id }, 'sync draft message failed');
-        this.close('internal_error');
-      },
-    );
-    this.draftWork.add(settled);
-    void settled.then(() => this.draftWork.delete(settled));
-  }
-
-  private async draftsSettled(): Promise<void> {
-    while (this.draftWork.size > 0) await Promise.all([...this.draftWork]);
   }
 
   private async hello(message: HelloMessage): Promise<void> {
     if (this.state !== 'hello' || this.userId) return;
     if (this.helloTimer) clearTimeout(this.helloTimer);
     this.helloTimer = null;
-    if (message.protocol !== PROTOCOL_VERSION) return this.close('protocol_unsupported', `This server speaks protocol ${PROTOCOL_VERSION}`);
-    const claims = await this.hub.services.accessTokens.verify(message.token, this.hub.clock.now());
-    if (!claims) return this.close('unauthorized', 'Invalid or expired token');
-    const state = await this.hub.services.sessions.state(claims.userId, claims.sessionId);
-    if (state === 'revoked') return this.close('unauthorized', 'Session revoked');
-    if (state === 'disabled') return this.close('account_disabled', 'Account disabled');
-    // This device's own older socket is about to be superseded: it does not count.
-    if (this.hub.connectionsOf(claims.userId).filter((c) => c.clientId !== message.client_id).length >= this.hub.maxSocketsPerUser) {
-      return this.close('too_many_connections', 'Too many open sync connections');
+    if (!SUPPORTED_PROTOCOLS.includes(message.protocol)) {
+      return this.close('protocol_unsupported', `This server speaks protocols ${SUPPORTED_PROTOCOLS.join(', ')}`);
     }
-    this.userId = claims.userId;
-    this.sessionId = claims.sessionId;
+    this.protocol = message.protocol;
+    const answer = await this.host.hooks.authenticate(message.token, message.client_id);
+    if (!answer.ok) return this.refuse(answer.refusal);
+    const { identity } = answer;
+    if (!this.host.hasRoomFor(identity.userId, message.client_id)) return this.close('too_many_connections', 'Too many open sync connections');
+    if (this.state !== 'hello') return;
+    this.userId = identity.userId;
+    this.sessionId = identity.sessionId;
     this.clientId = message.client_id;
     this.cursor = message.cursor;
-    const { services } = this.hub;
-    const lastMutationId = await lastMutationIdOf(services, this.userId, this.clientId);
-    this.organizationId = (await services.seatOf(this.userId))?.organizationId ?? null;
-    const { time_zone: timeZone } = await services.clinicianSettings.get(this.userId);
-    if (this.state !== 'hello') return;
+    this.organizationId = identity.organizationId;
+    this.timeZone = identity.timeZone;
     this.state = 'open';
-    this.hub.attach(this);
-    this.armExpiry(claims.expiresAt);
-    const now = this.hub.clock.now();
+    this.host.attach(this);
+    this.armExpiry(identity.expiresAt);
+    const now = this.host.now();
     this.send({
       type: 'welcome',
-      protocol: PROTOCOL_VERSION,
+      protocol: message.protocol,
       user_id: this.userId,
       server_time: now.toISOString(),
-      last_mutation_id: lastMutationId,
-      token_expires_at: claims.expiresAt.toISOString(),
-      window: windowOf(now, timeZone),
+      last_mutation_id: identity.lastMutationId,
+      token_expires_at: identity.expiresAt.toISOString(),
+      window: windowOf(now, identity.timeZone),
     });
     this.requestFeed();
   }
 
   private async reauthenticate(token: string): Promise<void> {
-    const claims = await this.hub.services.accessTokens.verify(token, this.hub.clock.now());
-    if (!claims || claims.userId !== this.userId) return this.close('unauthorized', 'Invalid token');
-    const state = await this.hub.services.sessions.state(claims.userId, claims.sessionId);
-    if (state === 'revoked') return this.close('unauthorized', 'Session revoked');
-    if (state === 'disabled') return this.close('account_disabled', 'Account disabled');
-    this.sessionId = claims.sessionId;
-    this.armExpiry(claims.expiresAt);
-    this.send({ type: 'auth_ok', token_expires_at: claims.expiresAt.toISOString() });
+    const answer = await this.host.hooks.authenticate(token, this.clientId);
+    if (!answer.ok) return this.refuse(answer.refusal);
+    // The new token must name the same user.
+    if (answer.identity.userId !== this.userId) return this.refuse('invalid_token');
+    this.sessionId = answer.identity.sessionId;
+    this.armExpiry(answer.identity.expiresAt);
+    this.send({ type: 'auth_ok', token_expires_at: answer.identity.expiresAt.toISOString() });
   }
 
   private armExpiry(expiresAt: Date): void {
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
-    const ms = Math.max(0, expiresAt.getTime() - this.hub.clock.now().getTime());
+    const ms = Math.max(0, expiresAt.getTime() - this.host.now().getTime());
     // setTimeout holds at most ~24.8 days; tokens live minutes.
-    this.expiryTimer = setTimeout(() => this.close('unauthorized', 'Token expired'), Math.min(ms, 2 ** 31 - 1));
+    this.expiryTimer = setTimeout(() => this.refuse('token_expired'), Math.min(ms, 2 ** 31 - 1));
   }
 
   /** A revocation, disable or seat change for this user somewhere: is this socket still allowed? */
   async recheck(): Promise<void> {
     if (this.state !== 'open') return;
-    const state = await this.hub.services.sessions.state(this.userId, this.sessionId);
-    if (state === 'revoked') return this.close('unauthorized', 'Session revoked');
-    if (state === 'disabled') return this.close('account_disabled', 'Account disabled');
-    const organizationId = (await this.hub.services.seatOf(this.userId))?.organizationId ?? null;
-    if (organizationId !== this.organizationId) this.close('scope_changed', 'Organization seat changed');
+    const { refusal, organizationId } = await this.host.hooks.scope(this.userId, this.sessionId);
+    if (refusal) return this.refuse(refusal);
+    if (organizationId !== this.organizationId) this.refuse('seat_changed');
   }
 
   // The change feed.
@@ -296,7 +273,7 @@ export class SyncConnection implements DraftPeer {
           await this.runFeed();
         } while (this.feedAgain && this.state === 'open');
       } catch (err) {
-        this.hub.log.error({ err: safeError(err), connection: this.id }, 'sync feed failed');
+        this.host.log.error({ err: safeError(err), connection: this.id }, 'sync feed failed');
         this.close('internal_error');
       } finally {
         this.feedRunning = false;
@@ -305,31 +282,39 @@ export class SyncConnection implements DraftPeer {
   }
 
   private async runFeed(): Promise<void> {
-    const result = await this.hub.feed.read(this.userId, this.cursor, this.hub.clock.now());
+    // Protocol 2: the device learns which of its mutations this snapshot reflects.
+    const result = await this.host.hooks.feed(this.userId, this.cursor, this.host.now(), {
+      timeZone: this.timeZone,
+      ...(this.protocol >= 2 ? { clientId: this.clientId } : {}),
+    });
+    this.timeZone = result.timeZone;
     if (this.state !== 'open') return;
     if (result.reset) await this.sendAndDrain({ type: 'reset', reason: result.reset });
-    const batches = batchesOf(result.changes);
+    const batches = batchesOf(result.serialized);
     for (const [i, changes] of batches.entries()) {
       const last = i === batches.length - 1;
-      // Each change is serialised once (batchesOf measured it that way); this is the frame of a
-      // `changes` message.
+      // Each change was serialised once, by the feed; this is the frame of a `changes` message.
       await this.sendAndDrain(
         `{"type":"changes","changes":[${changes.join(',')}],"checkpoint":${JSON.stringify(last ? result.cursor : null)},"more":${!last}}`,
       );
       if (this.state !== 'open') return;
     }
     this.cursor = result.cursor;
-    this.send({ type: 'synced', cursor: result.cursor, server_time: this.hub.clock.now().toISOString() });
+    this.send({
+      type: 'synced',
+      cursor: result.cursor,
+      server_time: this.host.now().toISOString(),
+      ...(result.ackedThrough !== null ? { acked_through: result.ackedThrough } : {}),
+    });
   }
 
   // Mutations.
 
   private device(): MutationDevice {
-    return { userId: this.userId, sessionId: this.sessionId, clientId: this.clientId, organizationId: this.organizationId, requestIdPrefix: `sync:${this.id}` };
+    return { userId: this.userId, sessionId: this.sessionId, clientId: this.clientId, organizationId: this.organizationId, requestIdPrefix: `sync:${this.id}`, protocol: this.protocol };
   }
 
   private async applyMutations(incoming: MutationMessage[]): Promise<void> {
-    const { services, runMutation } = this.hub;
     let batch = incoming;
     if (this.retryingFrom !== null) {
       const resent = batch.findIndex((m) => m.mutation_id <= (this.retryingFrom as number));
@@ -339,29 +324,31 @@ export class SyncConnection implements DraftPeer {
       this.retryingFrom = null;
       batch = batch.slice(resent);
     }
-    let outcome: BatchOutcome;
+    let outcome;
     try {
-      outcome = await applyMutationBatch(services, runMutation, this.device(), batch, this.hub.log);
+      outcome = await this.host.hooks.applyMutations(this.device(), batch);
     } catch (err) {
-      this.hub.log.warn({ err: safeError(err), connection: this.id }, 'sync mutations not applied; device told to retry');
+      this.host.log.warn({ err: safeError(err), connection: this.id }, 'sync mutations not applied; device told to retry');
       const after = 1000 + Math.floor(Math.random() * 2000);
       for (const m of batch) this.send({ type: 'retry', mutation_id: m.mutation_id, after_ms: after });
       this.retryingFrom = Math.min(...batch.map((m) => m.mutation_id));
       return;
     }
-    if (outcome.kind === 'session') return this.close(outcome.state === 'disabled' ? 'account_disabled' : 'unauthorized', 'Session no longer valid');
+    if (outcome.kind === 'session') return this.refuse(refusalOfSession(outcome.state) ?? 'session_revoked');
     this.retryingFrom = outcome.retryFrom;
     for (const reply of outcome.replies) this.send(reply);
+    // Protocol 2: a `synced` whose acked_through covers this batch follows its acks, also when
+    // the mutations changed no row (no notification would run the feed then).
+    if (this.protocol >= 2) this.requestFeed();
   }
 }
 
-/** The changes serialised and cut into batches of at most 500 changes and 1 MiB. */
-function batchesOf(changes: Change[]): string[][] {
+/** The serialised changes cut into batches of at most 500 changes and 1 MiB. */
+function batchesOf(changes: readonly string[]): string[][] {
   const batches: string[][] = [];
   let current: string[] = [];
   let bytes = 0;
-  for (const change of changes) {
-    const json = JSON.stringify(change);
+  for (const json of changes) {
     const size = Buffer.byteLength(json);
     if (current.length > 0 && (current.length >= BATCH_CHANGES || bytes + size > BATCH_BYTES)) {
       batches.push(current);

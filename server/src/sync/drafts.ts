@@ -23,9 +23,9 @@ import type { Db } from '../db/database.ts';
 import type { PhiCrypto } from '../security/phi-crypto.ts';
 import { safeError } from '../log-safety.ts';
 import { addsNothing, parseSyncMessage, step1Message, step2Message, updateMessage, type SyncMessage } from './drafts-messages.ts';
-import { COMPACT_ABOVE, createDraftStore, DRAFT_CHANNEL, parseDraftNotice, type DraftSections } from './drafts-store.ts';
+import { COMPACT_ABOVE, createDraftStore, DRAFT_CHANNEL, parseDraftNotice, type DraftSections } from '../services/sync/drafts-store.ts';
 
-export { DRAFT_CHANNEL, COMPACT_ABOVE, type DraftSections } from './drafts-store.ts';
+export { DRAFT_CHANNEL, COMPACT_ABOVE, type DraftSections } from '../services/sync/drafts-store.ts';
 
 export interface DraftPeer {
   readonly userId: string;

@@ -1,7 +1,7 @@
 /** The audio settings: the spec's caps by default, the S3 store's required and paired variables. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError, loadConfig } from '../../../server/src/config.ts';
+import { ConfigError, loadConfig } from '@fieldchart/server';
 
 test("defaults: the spec's 50 MB and 100 MB caps, a one-hour duration cap, the data dir store", () => {
   const c = loadConfig({});

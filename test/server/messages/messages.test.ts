@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import nodemailer from 'nodemailer';
-import { operationContext, runOperation } from '../../../server/src/admin/operations.ts';
+import { operationContext, runOperation } from '@fieldchart/server';
 import { rowsOf } from '../../../server/src/db/database.ts';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { eventually } from '../../helpers/eventually.ts';

@@ -50,7 +50,11 @@ forEachBackend('notifications: history, read state, producers, sync feed', (back
     assert.equal((await list(me.token, '?is_read=0')).body.meta.total, 11);
     assert.equal((await list(me.token)).body.meta.total, 12);
 
-    for (const q of ['?is_read=2', '?is_read=true', '?per_page=0', '?per_page=101', '?page=0']) {
+    const clamped = await list(me.token, '?per_page=100000000000000000000000');
+    assert.equal(clamped.status, 200);
+    assert.equal(clamped.body.meta.per_page, 100);
+    assert.equal(clamped.body.data.length, 12);
+    for (const q of ['?is_read=2', '?is_read=true', '?per_page=0', '?page=0']) {
       const bad = await list(me.token, q);
       assert.equal(bad.status, 422, q);
       assert.equal(bad.body.status, false);

@@ -4,7 +4,7 @@
  * seats the requester as admin), and the operator operations run in-process.
  */
 import assert from 'node:assert/strict';
-import { operationContext, runOperation } from '../../../server/src/admin/operations.ts';
+import { operationContext, runOperation } from '@fieldchart/server';
 import { registerUser, type TestServer } from '../../helpers/test-server.ts';
 
 export type User = Awaited<ReturnType<typeof registerUser>>;

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { operationContext, runOperation } from '../../../server/src/admin/operations.ts';
+import { operationContext, runOperation } from '@fieldchart/server';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
 import { orgWithAdmin } from '../organizations/org-fixtures.ts';

@@ -118,8 +118,14 @@ forEachBackend('patients: records', (backend) => {
     const seen = [...p1.data, ...(await page('per_page=2&page=2')).data, ...p3.data].map((p: { uuid: string }) => p.uuid);
     assert.deepEqual(seen, [...made].reverse(), 'every patient once, newest first');
     assert.deepEqual((await page('per_page=2&page=9')).data, []);
-    for (const q of ['per_page=0', 'per_page=101', 'page=0', 'page=x']) {
+    for (const q of ['per_page=0', 'per_page=2.5', 'page=0', 'page=x']) {
       assert.equal((await server.api('GET', `/patient/my-patients?${q}`, { token: me.token })).status, 422, q);
+    }
+    // Page sizes above the largest are served at the largest, however large.
+    for (const q of ['per_page=101', 'per_page=100000000000000000000000']) {
+      const clamped = await server.api('GET', `/patient/my-patients?${q}`, { token: me.token });
+      assert.equal(clamped.status, 200, q);
+      assert.deepEqual(clamped.body.meta, { current_page: 1, per_page: 100, total: 5, last_page: 1 }, q);
     }
   });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { patients, users, visits } from '@fieldchart/schema/db';
-import { operationContext, runOperation } from '../../../server/src/admin/operations.ts';
+import { operationContext, runOperation } from '@fieldchart/server';
 import type { DemoSeedResult } from '../../../server/src/services/seed/demo-seed.ts';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { startTestServer, type TestServer } from '../../helpers/test-server.ts';

@@ -10,7 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { geocodeCache } from '@fieldchart/schema/db';
-import { operationContext, runOperation } from '../../../server/src/admin/operations.ts';
+import { operationContext, runOperation } from '@fieldchart/server';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { startTestServer, type TestServer } from '../../helpers/test-server.ts';
 import { schedule, utcClinician } from './route-fixtures.ts';

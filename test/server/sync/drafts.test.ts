@@ -15,7 +15,7 @@ import * as Y from 'yjs';
 import type { ServerMessage } from '@fieldchart/schema/sync';
 import { rowsOf } from '../../../server/src/db/database.ts';
 import { COMPACT_ABOVE, createDrafts, DRAFT_CHANNEL, type DraftPeer, type Drafts } from '../../../server/src/sync/drafts.ts';
-import { createDraftStore } from '../../../server/src/sync/drafts-store.ts';
+import { createDraftStore } from '../../../server/src/services/sync/drafts-store.ts';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';

@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import postgres from 'postgres';
 import type { Change } from '@fieldchart/schema/sync';
-import { feedOf } from '../../../server/src/sync/hub.ts';
+import { feedOf } from '../../../server/src/sync/service-hooks.ts';
 import { backends } from '../../helpers/backends.ts';
 import { registerUser, startTestServer } from '../../helpers/test-server.ts';
 

@@ -23,12 +23,12 @@ import type {
   organizationRequestBody,
   organizationSearchQuery,
   setNewPasswordBody,
+  signInResult,
   updateOrganizationBody,
 } from '@fieldchart/schema/api';
 import { ENDPOINTS as E } from '../endpoints.ts';
 import type { Invoker } from '../invoke.ts';
 import type { AuthWriteOptions, MessageResult, ReadOptions, RequestOptions, WriteOptions } from '../options.ts';
-import type { SignInResult } from './accounts.ts';
 
 /** A listed organization as search shows it, with the caller's role in it (or `null`). */
 export type Organization = z.output<typeof organization>;
@@ -133,8 +133,11 @@ export interface InvitationSignupApi {
   acceptInvitation(body: AcceptInvitationBody, options?: WriteOptions): Promise<AcceptInvitationResult>;
   /** `POST /invite-otp-verify`: the mailed code for the `id` that `setNewPassword` takes. 401 `invalid_otp`. */
   verifyOtp(body: InviteOtpVerifyBody, options?: WriteOptions): Promise<InviteOtpVerifyResult>;
-  /** `POST /set-new-password`: creates the account, seats it and signs it in. */
-  setNewPassword(body: SetNewPasswordBody, options?: WriteOptions): Promise<SignInResult>;
+  /**
+   * `POST /set-new-password`: creates the account, seats it and signs it in. Answers a
+   * `SignInResult`, written from its schema here so this area does not import accounts.ts.
+   */
+  setNewPassword(body: SetNewPasswordBody, options?: WriteOptions): Promise<z.output<typeof signInResult>>;
 }
 
 export function organizationsApi(call: Invoker): OrganizationsApi {

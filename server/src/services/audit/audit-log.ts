@@ -1,4 +1,4 @@
-import { and, asc, gte, lt } from 'drizzle-orm';
+import { and, asc, gte, lt, sql, type SQL } from 'drizzle-orm';
 import { auditLog } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
 import type { Clock } from '../../clock.ts';
@@ -32,6 +32,19 @@ function outcomeOf(err: unknown): AuditOutcome {
 }
 
 /**
+ * The one statement that writes an audit row: an `INSERT … SELECT`, run alone by `record` or
+ * as a data-modifying CTE of the statement it audits (a hot read and its audit row in one
+ * round trip, atomic together). `outcome` and `moreDetails` (a jsonb merged into the entry's
+ * details) may be SQL over the enclosing statement's CTEs.
+ */
+export function auditInsert(at: Date, ctx: AuditContext, entry: AuditEntry, outcome: AuditOutcome | SQL, moreDetails?: SQL): SQL {
+  const details = sql`${JSON.stringify(entry.details ?? {})}::jsonb`;
+  return sql`insert into ${auditLog} (at, actor_user_id, organization_id, action, resource_type, resource_id, outcome, request_id, details)
+    select ${at.toISOString()}::timestamptz, ${ctx.actorUserId}::uuid, ${ctx.organizationId}::uuid, ${entry.action}::text, ${entry.resourceType}::text,
+      ${entry.resourceId ?? null}::text, ${outcome}::text, ${ctx.requestId}::text, ${moreDetails ? sql`${details} || ${moreDetails}` : details}`;
+}
+
+/**
  * The PHI access trail. `around` records the outcome of an operation whatever it is: a
  * success inside the operation's own transaction (so it commits with it), a failure after
  * the rollback (so the denied or not-found attempt is still on record).
@@ -42,21 +55,43 @@ export function createAuditLog(deps: { db: Db; clock: Clock; durably?: (write: (
   const durably = deps.durably ?? ((write: (db: Db) => Promise<void>) => write(db));
 
   async function record(tx: Db, ctx: AuditContext, entry: AuditEntry, outcome: AuditOutcome): Promise<void> {
-    await tx.insert(auditLog).values({
-      at: clock.now(),
-      actorUserId: ctx.actorUserId,
-      organizationId: ctx.organizationId,
-      action: entry.action,
-      resourceType: entry.resourceType,
-      resourceId: entry.resourceId ?? null,
-      outcome,
-      requestId: ctx.requestId,
-      details: entry.details ?? {},
-    });
+    await tx.execute(auditInsert(clock.now(), ctx, entry, outcome));
   }
 
   return {
     record,
+
+    /** The audit row of a one-statement operation, as a CTE of that statement (see auditInsert). */
+    insertFor(ctx: AuditContext, entry: AuditEntry, outcome: AuditOutcome | SQL, moreDetails?: SQL): SQL {
+      return auditInsert(clock.now(), ctx, entry, outcome, moreDetails);
+    },
+
+    /** A one-statement operation whose statement failed wrote no row: the failure is recorded, best effort, as `around` does. */
+    async failed(ctx: AuditContext, entry: AuditEntry, err: unknown): Promise<void> {
+      await durably((d) => record(d, ctx, entry, outcomeOf(err)).catch(() => {})).catch(() => {});
+    },
+
+    /**
+     * The success entries of many operations applied together (a set of sync mutations), in
+     * one statement, in order: the rows each operation's `around` would have written.
+     */
+    async recordSucceeded(tx: Db, entries: ReadonlyArray<{ readonly ctx: AuditContext; readonly entry: AuditEntry }>): Promise<void> {
+      if (entries.length === 0) return;
+      const at = clock.now();
+      await tx.insert(auditLog).values(
+        entries.map(({ ctx, entry }) => ({
+          at,
+          actorUserId: ctx.actorUserId,
+          organizationId: ctx.organizationId,
+          action: entry.action,
+          resourceType: entry.resourceType,
+          resourceId: entry.resourceId ?? null,
+          outcome: 'success',
+          requestId: ctx.requestId,
+          details: entry.details ?? {},
+        })),
+      );
+    },
 
     /**
      * Runs `fn` in a transaction and audits it. `fn` may refine the entry (e.g. set the id

@@ -1,10 +1,11 @@
 import { and, eq, isNull, ne, sql } from 'drizzle-orm';
-import { refreshTokens, sessions, users } from '@fieldchart/schema/db';
+import { clinicianSettings, organizationMembers, refreshTokens, sessions, users } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
 import { addSeconds, type Clock } from '../../clock.ts';
 import { Unauthorized } from '../../errors.ts';
 import type { AccessTokens } from '../../security/access-tokens.ts';
 import { newOpaqueToken, sha256 } from '../../security/random-tokens.ts';
+import { DEFAULT_TIME_ZONE } from '../clinician-settings.ts';
 
 export interface TokenPair {
   readonly token: string;
@@ -17,6 +18,13 @@ export interface Principal {
   readonly sessionId: string;
 }
 
+/** An authenticated request's caller: the principal and the organization seat it sits in (null when solo). */
+export interface Caller extends Principal {
+  readonly seat: { readonly organizationId: string; readonly role: 'member' | 'admin' } | null;
+  /** The clinician's time zone (their settings, or the default): what "today" is for them. */
+  readonly timeZone: string;
+}
+
 /**
  * Sessions are token families. The access JWT names its session; every request checks that
  * the session is live and the user enabled, which is what makes logout and revocation real.
@@ -26,6 +34,22 @@ const MAX_REFRESH_TOKEN_CHARS = 512;
 
 export function createSessions(deps: { db: Db; clock: Clock; accessTokens: AccessTokens; refreshTtlSeconds: number }) {
   const { clock, accessTokens } = deps;
+  // Every authenticated request runs this: the live session, the enabled user, the seat and
+  // the time zone in one statement, prepared once (a named statement on PostgreSQL).
+  const sessionCheck = deps.db
+    .select({
+      revokedAt: sessions.revokedAt,
+      disabledAt: users.disabledAt,
+      organizationId: organizationMembers.organizationId,
+      role: organizationMembers.role,
+      timeZone: clinicianSettings.timeZone,
+    })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .leftJoin(organizationMembers, eq(organizationMembers.userId, users.id))
+    .leftJoin(clinicianSettings, eq(clinicianSettings.userId, users.id))
+    .where(and(eq(sessions.id, sql.placeholder('sessionId')), eq(sessions.userId, sql.placeholder('userId'))))
+    .prepare('session_check');
 
   async function mintRefresh(tx: Db, sessionId: string, now: Date): Promise<string> {
     const refresh = newOpaqueToken();
@@ -51,19 +75,16 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
       return { token: access.token, refresh_token: refresh, expires_in: access.expiresIn };
     },
 
-    /** Verifies a bearer token against its signature and the live session. */
-    async authenticate(token: string): Promise<Principal> {
+    /** Verifies a bearer token against its signature and the live session; answers the caller with their seat. */
+    async authenticate(token: string): Promise<Caller> {
       const now = clock.now();
       const claims = await accessTokens.verify(token, now);
       if (!claims) throw new Unauthorized('Invalid or expired token', 'invalid_token');
-      const [row] = await deps.db
-        .select({ revokedAt: sessions.revokedAt, disabledAt: users.disabledAt })
-        .from(sessions)
-        .innerJoin(users, eq(users.id, sessions.userId))
-        .where(and(eq(sessions.id, claims.sessionId), eq(sessions.userId, claims.userId)));
+      const [row] = await sessionCheck.execute({ sessionId: claims.sessionId, userId: claims.userId });
       if (!row || row.revokedAt) throw new Unauthorized('Invalid or expired token', 'invalid_token');
       if (row.disabledAt) throw new Unauthorized('This account is disabled', 'account_disabled');
-      return { userId: claims.userId, sessionId: claims.sessionId };
+      const seat = row.organizationId ? { organizationId: row.organizationId, role: row.role === 'admin' ? ('admin' as const) : ('member' as const) } : null;
+      return { userId: claims.userId, sessionId: claims.sessionId, seat, timeZone: row.timeZone ?? DEFAULT_TIME_ZONE };
     },
 
     /** Whether a session still admits its user (the sync channel re-checks open sockets). */

@@ -12,6 +12,7 @@ import type { MailOutbox } from '../mail/mail-outbox.ts';
 import { findUserById } from '../users/user-profile.ts';
 import { alreadyInOrganization, type Membership } from './membership.ts';
 import { seatOf } from './seats.ts';
+import type { OrganizationMailCap } from './mail-cap.ts';
 
 /** How long a claim link stays open. */
 export const CLAIM_TTL_DAYS = 14;
@@ -44,7 +45,7 @@ export interface NewClaim {
  * bits, stored as SHA-256) goes to the contact. At most one open claim per
  * (lower(organization name), contact email). Claiming lists the organization and seats people.
  */
-export function createClaims(deps: { db: Db; clock: Clock; config: Config; mail: MailOutbox; membership: Membership }) {
+export function createClaims(deps: { db: Db; clock: Clock; config: Config; mail: MailOutbox; membership: Membership; mailCap: OrganizationMailCap }) {
   const { db, clock } = deps;
 
   async function claimByToken(tx: Db, token: string, lock = false) {
@@ -117,6 +118,7 @@ export function createClaims(deps: { db: Db; clock: Clock; config: Config; mail:
           if (isUniqueViolation(err)) throw claimExists();
           throw err;
         }
+        await deps.mailCap(tx, principal.userId);
         await deps.mail.enqueue(
           tx,
           input.contact_email,

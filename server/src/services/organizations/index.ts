@@ -9,6 +9,7 @@ import { createClaims } from './claims.ts';
 import { createFeatures } from './features.ts';
 import { createInvitationSignup } from './invitation-signup.ts';
 import { createInvitations } from './invitations.ts';
+import { createOrganizationMailCap } from './mail-cap.ts';
 import { createJoinRequests } from './join-requests.ts';
 import { createMembership } from './membership.ts';
 import { createOrganizationOperator } from './operator.ts';
@@ -26,13 +27,14 @@ export function createOrganizationServices(deps: {
 }) {
   const { db, clock, config, mail } = deps;
   const membership = createMembership({ db, clock });
+  const mailCap = createOrganizationMailCap({ throttle: deps.throttle, perSenderPerHour: config.limits.organizationMailsPerUserPerHour });
   return {
     organizations: createOrganizations({ db, clock }),
     membership,
     joinRequests: createJoinRequests({ db, clock, mail, membership, notifications: deps.notifications }),
-    invitations: createInvitations({ db, clock, config, mail, membership, notifications: deps.notifications }),
+    invitations: createInvitations({ db, clock, config, mail, membership, notifications: deps.notifications, mailCap }),
     invitationSignup: createInvitationSignup({ ...deps, membership }),
-    claims: createClaims({ db, clock, config, mail, membership }),
+    claims: createClaims({ db, clock, config, mail, membership, mailCap }),
     features: createFeatures({ db, clock }),
     organizationOperator: createOrganizationOperator({ db, clock, mail, membership }),
   };

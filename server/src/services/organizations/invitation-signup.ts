@@ -63,7 +63,12 @@ export function createInvitationSignup(deps: {
 
   return {
     /** POST /accept-invitation: 404 for an invalid or expired token; 422 when the account exists already. */
-    async acceptInvitation(token: string): Promise<{ email: string; organization_name: string }> {
+    async acceptInvitation(token: string, clientAddress: string): Promise<{ email: string; organization_name: string }> {
+      // The same per-address budget as reset codes: one address cannot mail codes without end.
+      const perAddress = await throttle.hit(db, ['otp-send-address', clientAddress], HOUR);
+      if (perAddress.hits > limits.otpSendsPerAddressPerHour) {
+        throw new TooMany('Too many codes requested; try again later', perAddress.retryAfterSeconds, 'too_many_attempts');
+      }
       const found = await openByToken(db, token);
       if (!found) throw invalidToken();
       const { invitation } = found;

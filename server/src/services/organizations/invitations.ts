@@ -15,6 +15,7 @@ import { isUuid } from '../ids.ts';
 import { alreadyInOrganization, type Membership } from './membership.ts';
 import { selectInvitations } from './records.ts';
 import { requireAdmin, seatOf, type MemberRole } from './seats.ts';
+import type { OrganizationMailCap } from './mail-cap.ts';
 
 /** How long an invitation (and its emailed link) stays open. */
 export const INVITATION_TTL_DAYS = 7;
@@ -40,7 +41,15 @@ export interface NewInvitation {
  * invitation past expires_at reads as `expired` and is stored so when it stands in the way of
  * a new one.
  */
-export function createInvitations(deps: { db: Db; clock: Clock; config: Config; mail: MailOutbox; membership: Membership; notifications: NotificationsService }) {
+export function createInvitations(deps: {
+  db: Db;
+  clock: Clock;
+  config: Config;
+  mail: MailOutbox;
+  membership: Membership;
+  notifications: NotificationsService;
+  mailCap: OrganizationMailCap;
+}) {
   const { db, clock } = deps;
 
   /** An invitation addressed to the caller that is still open; anything else is 404. */
@@ -114,6 +123,7 @@ export function createInvitations(deps: { db: Db; clock: Clock; config: Config; 
           if (isUniqueViolation(err)) throw openInvitationExists();
           throw err;
         }
+        await deps.mailCap(tx, principal.userId);
         const [context] = await tx
           .select({ organizationName: organizations.name, inviterFirst: users.firstName, inviterLast: users.lastName })
           .from(organizations)

@@ -4,6 +4,7 @@ import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
 import { createPatientCharts } from './charts.ts';
 import { createPatientRecords } from './patients.ts';
+import { createPatientsBatch } from './patients-batch.ts';
 
 /**
  * The patients area: records (create, update, list with blind-index search) and charts
@@ -11,7 +12,12 @@ import { createPatientRecords } from './patients.ts';
  * clinician who created it (`owner_id`); every lookup is scoped to the caller.
  */
 export function createPatients(deps: { db: Db; clock: Clock; phi: PhiCrypto; audit: AuditLog }) {
-  return { ...createPatientRecords(deps), ...createPatientCharts(deps) };
+  return {
+    ...createPatientRecords(deps),
+    ...createPatientCharts(deps),
+    /** `create` for many queued sync mutations at once (services/sync/mutation-sets.ts). */
+    batch: createPatientsBatch(deps),
+  };
 }
 
 export type Patients = ReturnType<typeof createPatients>;

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { and, arrayContains, desc, eq, isNull } from 'drizzle-orm';
+import { and, arrayContains, desc, eq, isNull, sql } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { patientCreateBody, patientListQuery, patientUpdateBody } from '@fieldchart/schema/api';
 import { patientReferrals, patients } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
+import { runPrepared } from '../../db/one-statement.ts';
 import type { Clock } from '../../clock.ts';
 import { Conflict, NotFound } from '../../errors.ts';
 import type { ClinicianContext } from '../../http/audit-context.ts';
@@ -77,12 +78,10 @@ export function createPatientRecords(deps: { db: Db; clock: Clock; phi: PhiCrypt
       ids: { uuid?: string | undefined; referral_uuid?: string | undefined } = {},
     ): Promise<{ uuid: string; referral_uuid: string }> {
       const fields = Object.keys(body).filter((k) => body[k as keyof CreateBody] != null);
-      return audit.around(ctx, { action: 'create', resourceType: 'patient', details: { fields } }, async (tx, note) => {
-        const now = clock.now();
-        const id = ids.uuid ?? randomUUID();
-        const referralId = ids.referral_uuid ?? randomUUID();
-        if (id === referralId) throw new Conflict('The patient and referral ids must differ', 'id_taken');
-        if (ids.uuid || ids.referral_uuid) await requireFreeIds(tx, id, referralId);
+      const id = ids.uuid ?? randomUUID();
+      const referralId = ids.referral_uuid ?? randomUUID();
+      const entry = { action: 'create', resourceType: 'patient', resourceId: id, details: { fields, referral_uuid: referralId } } as const;
+      const rows = (tx: Db, now: Date) => {
         const phiValues: PatientPhi = {
           first_name: body.first_name,
           last_name: body.last_name,
@@ -90,32 +89,53 @@ export function createPatientRecords(deps: { db: Db; clock: Clock; phi: PhiCrypt
           phone: body.phone ?? null,
           address: body.address ?? null,
         };
-        await tx.insert(patients).values({
-          id,
-          ownerId: ctx.actorUserId,
-          organizationId: ctx.organizationId,
-          ...sealPatient(phi, id, phiValues),
-          createdAt: now,
-          updatedAt: now,
-        });
         const r = body.referral ?? {};
-        await tx.insert(patientReferrals).values({
-          id: referralId,
-          patientId: id,
-          ownerId: ctx.actorUserId,
-          organizationId: ctx.organizationId,
-          status: 'open',
-          discipline: r.discipline ?? null,
-          diagnosisCodes: r.diagnosis_codes ?? [],
-          referralSource: r.referral_source ?? null,
-          startOfCare: r.start_of_care ?? null,
-          orderedFrequency: r.ordered_frequency ?? null,
-          createdAt: now,
-          updatedAt: now,
+        return {
+          patient: tx.insert(patients).values({
+            id,
+            ownerId: ctx.actorUserId,
+            organizationId: ctx.organizationId,
+            ...sealPatient(phi, id, phiValues),
+            createdAt: now,
+            updatedAt: now,
+          }),
+          referral: tx.insert(patientReferrals).values({
+            id: referralId,
+            patientId: id,
+            ownerId: ctx.actorUserId,
+            organizationId: ctx.organizationId,
+            status: 'open',
+            discipline: r.discipline ?? null,
+            diagnosisCodes: r.diagnosis_codes ?? [],
+            referralSource: r.referral_source ?? null,
+            startOfCare: r.start_of_care ?? null,
+            orderedFrequency: r.ordered_frequency ?? null,
+            createdAt: now,
+            updatedAt: now,
+          }),
+        };
+      };
+      if (id === referralId || ids.uuid || ids.referral_uuid) {
+        // Ids a device named itself are checked first, in a transaction with the inserts.
+        return audit.around(ctx, { action: 'create', resourceType: 'patient', details: { fields } }, async (tx, note) => {
+          if (id === referralId) throw new Conflict('The patient and referral ids must differ', 'id_taken');
+          await requireFreeIds(tx, id, referralId);
+          const { patient, referral } = rows(tx, clock.now());
+          await patient;
+          await referral;
+          note({ resourceId: id, details: { referral_uuid: referralId } });
+          return { uuid: id, referral_uuid: referralId };
         });
-        note({ resourceId: id, details: { referral_uuid: referralId } });
-        return { uuid: id, referral_uuid: referralId };
-      });
+      }
+      // New ids: the patient, its referral and the audit row in one statement (atomic, one round trip).
+      try {
+        const { patient, referral } = rows(deps.db, clock.now());
+        await runPrepared(deps.db, 'patient_create', sql`with p as ${patient}, r as ${referral}, audit as (${audit.insertFor(ctx, entry, 'success')}) select 1 as done`);
+      } catch (err) {
+        await audit.failed(ctx, entry, err);
+        throw err;
+      }
+      return { uuid: id, referral_uuid: referralId };
     },
 
     /** Changes the given fields (null clears an optional one); names are re-tokenised. */

@@ -1,7 +1,8 @@
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { userIdentities, users } from '@fieldchart/schema/db';
-import type { UserProfile } from '@fieldchart/schema/api';
+import { subscriptionStatusOf, type UserProfile } from '@fieldchart/schema/api';
 import type { Db } from '../../db/database.ts';
+import { rowFromJson, runPrepared } from '../../db/one-statement.ts';
 import { readSubscription } from '../subscriptions/subscription-facts.ts';
 
 export type UserRow = typeof users.$inferSelect;
@@ -25,6 +26,32 @@ export async function profileOf(db: Db, u: UserRow, now: Date): Promise<UserProf
     db.select({ provider: userIdentities.provider }).from(userIdentities).where(eq(userIdentities.userId, u.id)),
     loginDataOf(db, u, now),
   ]);
+  return profileFrom(u, login, identities.map((i) => i.provider));
+}
+
+/**
+ * GET /my-profile in one prepared statement: the user row, their sign-in providers and the
+ * facts of their subscription status (seat, current purchase — as readSubscription reads
+ * them), decided by the one rule. Null when there is no such user.
+ */
+export async function readProfile(db: Db, userId: string, now: Date): Promise<UserProfile | null> {
+  const [row] = await runPrepared<{ r: { u: Record<string, unknown>; providers: string[]; seated: boolean; purchase: string | null } }>(
+    db,
+    'my_profile',
+    sql`select json_build_object('u', to_json(u),
+        'providers', coalesce((select json_agg(i.provider) from user_identities i where i.user_id = u.id), '[]'),
+        'seated', exists (select 1 from organization_members m where m.user_id = u.id),
+        'purchase', (select p.expires_at from store_purchases p where p.user_id = u.id and p.revoked_at is null order by p.expires_at desc limit 1)) as r
+      from users u where u.id = ${userId}::uuid`,
+  );
+  if (!row) return null;
+  const u = rowFromJson(users, row.r.u);
+  const purchase = row.r.purchase === null ? null : { expiresAt: new Date(row.r.purchase) };
+  const subscription_status = subscriptionStatusOf({ trialEndsAt: u.trialEndsAt, purchase, seated: row.r.seated, now });
+  return profileFrom(u, { uuid: u.id, first_name: u.firstName, last_name: u.lastName, email: u.email, subscription_status }, row.r.providers);
+}
+
+function profileFrom(u: UserRow, login: LoginData, providers: readonly string[]): UserProfile {
   return {
     ...login,
     phone: u.phone,
@@ -36,7 +63,7 @@ export async function profileOf(db: Db, u: UserRow, now: Date): Promise<UserProf
     trial_ends_at: u.trialEndsAt?.toISOString() ?? null,
     email_verified: u.emailVerifiedAt !== null,
     has_password: u.passwordHash !== null,
-    linked_providers: [...new Set(identities.map((i) => i.provider as 'google' | 'apple'))].sort(),
+    linked_providers: [...new Set(providers as ReadonlyArray<'google' | 'apple'>)].sort(),
     created_at: u.createdAt.toISOString(),
   };
 }

@@ -7,7 +7,7 @@ import { Invalid, NotFound } from '../../errors.ts';
 import type { Sessions } from '../auth/sessions.ts';
 import type { JoinRequests } from '../organizations/join-requests.ts';
 import { readSubscriptionStatuses } from '../subscriptions/subscription-facts.ts';
-import { findUserByEmail, findUserById, profileOf } from './user-profile.ts';
+import { findUserByEmail, findUserById, profileOf, readProfile } from './user-profile.ts';
 import { isUuid } from '../ids.ts';
 
 export interface BasicInfo {
@@ -47,7 +47,9 @@ export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions; jo
 
   return {
     async profile(userId: string): Promise<UserProfile> {
-      return profileOf(db, await mustFind(userId), clock.now());
+      const profile = await readProfile(db, userId, clock.now());
+      if (!profile) throw new NotFound('User not found', 'user_not_found');
+      return profile;
     },
 
     async updateBasicInfo(userId: string, input: BasicInfo): Promise<UserProfile> {

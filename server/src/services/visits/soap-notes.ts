@@ -6,7 +6,7 @@
 import { eq } from 'drizzle-orm';
 import type * as z from 'zod';
 import type { soapNoteBody } from '@fieldchart/schema/api';
-import { draftUpdates, soapNotes, visits } from '@fieldchart/schema/db';
+import { soapNotes, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import { Conflict } from '../../errors.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
@@ -14,6 +14,7 @@ import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
 import { parseSignature } from './signature.ts';
 import { normalizeVitals } from './vital-signs.ts';
 import { findOwnedVisit } from './visit-records.ts';
+import { discardDraft } from '../sync/drafts-store.ts';
 
 export type SoapSubmission = z.infer<typeof soapNoteBody>;
 
@@ -54,8 +55,7 @@ export function createSoapNotes(deps: { clock: Clock; phi: PhiCrypto; audit: Aud
           updatedAt: now,
         });
         await tx.update(visits).set({ status: 'completed', completedAt: now, updatedAt: now }).where(eq(visits.id, visit.id));
-        // The note supersedes its draft: PHI is not kept twice (or longer than it is needed).
-        await tx.delete(draftUpdates).where(eq(draftUpdates.visitId, visit.id));
+        await discardDraft(tx, visit.id);
         note({ details: { vital_flags: flags.length, review_flags: reviewFlags.length, signed: signature !== null } });
         return { vital_flags: flags, signed: signature !== null };
       });

@@ -8,13 +8,15 @@ import { CLINICAL_DATE_MAX, type upcomingVisitsQuery, type visitHistoryQuery } f
 import { soapNotes, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
+import { runPrepared } from '../../db/one-statement.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
 import { type ClinicianSettingsService } from '../clinician-settings.ts';
 import { localDate } from '@fieldchart/schema/rules';
 import { addDays } from '@fieldchart/schema/rules';
 
 const minDate = (a: string, b: string) => (a < b ? a : b);
-import { findOwnedVisit, type VisitRecord, type VisitRecords } from './visit-records.ts';
+import { isUuid } from '../ids.ts';
+import { visitJson, visitNotFound, type VisitJson, type VisitRecord, type VisitRecords } from './visit-records.ts';
 
 export type UpcomingQuery = z.infer<typeof upcomingVisitsQuery>;
 export type HistoryQuery = z.infer<typeof visitHistoryQuery>;
@@ -33,41 +35,49 @@ export function createVisitQueries(deps: { db: Db; clock: Clock; audit: AuditLog
   }
 
   return {
-    async upcoming(ctx: AuditContext, ownerId: string, q: UpcomingQuery): Promise<{ today: string; today_visit: VisitRecord[]; upcomming_visit: VisitRecord[] }> {
-      return audit.around(ctx, { action: 'list', resourceType: 'visit', details: { route: 'upcoming', filter: q.filter } }, async (tx, note) => {
-        const today = q.filter_date ?? (await todayOf(ownerId, tx));
-        const mine = and(eq(visits.ownerId, ownerId), isNull(visits.deletedAt));
-        const todayRows = await tx
-          .select()
-          .from(visits)
-          .where(and(mine, eq(visits.visitDate, today), ne(visits.status, 'cancelled')))
-          .orderBy(asc(visits.startTime), asc(visits.createdAt))
-          .limit(q.per_page);
+    /**
+     * One statement: both lists with everything their records need, and the audit row (a CTE),
+     * so the read and its audit entry commit together in one round trip. `timeZone` is the
+     * clinician's (the session check has it); without it the settings are read.
+     */
+    async upcoming(
+      ctx: AuditContext,
+      ownerId: string,
+      q: UpcomingQuery,
+      timeZone?: string,
+    ): Promise<{ today: string; today_visit: VisitRecord[]; upcomming_visit: VisitRecord[] }> {
+      const entry = { action: 'list', resourceType: 'visit', details: { route: 'upcoming', filter: q.filter } } as const;
+      let today: string;
+      let rows: Array<{ list: number; r: VisitJson }>;
+      try {
+        today = q.filter_date ?? localDate(clock.now(), timeZone ?? (await settings.get(ownerId)).time_zone);
         const days = FILTER_DAYS[q.filter];
-        const upcomingRows =
-          days === 0
-            ? []
-            : await tx
-                .select()
-                .from(visits)
-                .where(
-                  and(
-                    mine,
-                    gt(visits.visitDate, today),
-                    // Clamped to the last clinical date: no visit lies beyond it, and the window stays a date.
-                    days === null ? undefined : lte(visits.visitDate, minDate(addDays(today, days), CLINICAL_DATE_MAX)),
-                    inArray(visits.status, ['scheduled', 'in_progress']),
-                  ),
-                )
-                .orderBy(asc(visits.visitDate), asc(visits.startTime), asc(visits.createdAt))
-                .limit(q.per_page);
-        note({ details: { count: todayRows.length + upcomingRows.length } });
-        // One toRecords for both lists: one query per related table instead of two.
-        const all = await records.toRecords(tx, ownerId, [...todayRows, ...upcomingRows], { soap: false });
-        const todayVisits = all.slice(0, todayRows.length);
-        const upcomingVisits = all.slice(todayRows.length);
-        return { today, today_visit: todayVisits, upcomming_visit: upcomingVisits };
-      });
+        // Clamped to the last clinical date: no visit lies beyond it, and the window stays a date.
+        const until = days === null ? null : minDate(addDays(today, days), CLINICAL_DATE_MAX);
+        const mine = sql`v.owner_id = ${ownerId}::uuid and v.deleted_at is null`;
+        rows = await runPrepared<{ list: number; r: VisitJson }>(
+          deps.db,
+          'visits_upcoming',
+          sql`with today_rows as (
+              select v.id, row_number() over (order by v.start_time, v.created_at) as ord from visits v
+              where ${mine} and v.visit_date = ${today}::date and v.status <> 'cancelled'
+              order by v.start_time, v.created_at limit ${q.per_page}::int),
+            upcoming_rows as (
+              select v.id, row_number() over (order by v.visit_date, v.start_time, v.created_at) as ord from visits v
+              where ${days === 0 ? sql`false and ` : sql``}${mine} and v.visit_date > ${today}::date${until === null ? sql`` : sql` and v.visit_date <= ${until}::date`}
+                and v.status in ('scheduled', 'in_progress')
+              order by v.visit_date, v.start_time, v.created_at limit ${q.per_page}::int),
+            picked as (select 0 as list, ord, id from today_rows union all select 1, ord, id from upcoming_rows),
+            audit as (${audit.insertFor(ctx, entry, 'success', sql`jsonb_build_object('count', (select count(*) from picked))`)})
+            select p.list, ${visitJson(ownerId, { soap: false })} as r from picked p join visits v on v.id = p.id order by p.list, p.ord`,
+        );
+      } catch (err) {
+        await audit.failed(ctx, entry, err);
+        throw err;
+      }
+      const all = records.fromJson(rows.map((x) => x.r), { soap: false });
+      const todayCount = rows.filter((x) => Number(x.list) === 0).length;
+      return { today, today_visit: all.slice(0, todayCount), upcomming_visit: all.slice(todayCount) };
     },
 
     async history(ctx: AuditContext, ownerId: string, q: HistoryQuery) {
@@ -95,12 +105,28 @@ export function createVisitQueries(deps: { db: Db; clock: Clock; audit: AuditLog
       });
     },
 
+    /** One statement: the visit with its children and note, and the audit row (not_found when there is no such visit of the caller's). */
     async details(ctx: AuditContext, ownerId: string, id: string): Promise<VisitRecord> {
-      return audit.around(ctx, { action: 'read', resourceType: 'visit', resourceId: id }, async (tx) => {
-        const row = await findOwnedVisit(tx, ownerId, id);
-        const [record] = await records.toRecords(tx, ownerId, [row], { soap: true });
-        return record as VisitRecord;
-      });
+      const entry = { action: 'read', resourceType: 'visit', resourceId: id } as const;
+      let rows: Array<{ r: VisitJson }>;
+      try {
+        if (!isUuid(id)) throw visitNotFound();
+        rows = await runPrepared<{ r: VisitJson }>(
+          deps.db,
+          'visit_details',
+          sql`with found as (select v.id from visits v where v.id = ${id}::uuid and v.owner_id = ${ownerId}::uuid and v.deleted_at is null),
+            audit as (${audit.insertFor(ctx, entry, sql`case when exists (select 1 from found) then 'success' else 'not_found' end`)})
+            select ${visitJson(ownerId, { soap: true })} as r from visits v where v.id in (select id from found)`,
+        );
+      } catch (err) {
+        await audit.failed(ctx, entry, err);
+        throw err;
+      }
+      const [row] = rows;
+      // The statement has already recorded the not_found outcome.
+      if (!row) throw visitNotFound();
+      const [record] = records.fromJson([row.r], { soap: true });
+      return record as VisitRecord;
     },
   };
 }

@@ -3,20 +3,58 @@
  * indistinguishable from a missing one) and the mapping of rows to the API's Visit record,
  * PHI opened with the key ring.
  */
-import { and, asc, eq, inArray, isNull } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull, sql, type SQL } from 'drizzle-orm';
 import type * as z from 'zod';
 import type { visit as visitSchema } from '@fieldchart/schema/api';
 import { soapNotes, timerEvents, visitMileage, visits } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
+import { rowFromJson } from '../../db/one-statement.ts';
 import { NotFound } from '../../errors.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
-import { patientBriefs } from '../reports/visit-facts.ts';
+import { patientBriefs, type PatientBrief } from '../reports/visit-facts.ts';
 import { minutesOf as minutes } from '@fieldchart/schema/rules';
 import { TIMER_SEQUENCE, type TimerEventType } from '@fieldchart/schema/rules';
 import { isUuid } from '../ids.ts';
 
 export type VisitRecord = z.infer<typeof visitSchema>;
 export type VisitRow = typeof visits.$inferSelect;
+type TimerEventRow = typeof timerEvents.$inferSelect;
+type MileageRow = typeof visitMileage.$inferSelect;
+type SoapNoteRow = typeof soapNotes.$inferSelect;
+
+/** What a Visit record is built from besides the visit rows themselves. */
+interface VisitChildren {
+  readonly patientById: ReadonlyMap<string, PatientBrief>;
+  readonly eventRows: readonly TimerEventRow[];
+  readonly mileageRows: readonly MileageRow[];
+  /** Whole notes (details), or none (lists). */
+  readonly noteRows: readonly SoapNoteRow[];
+  readonly notedVisits: ReadonlySet<string>;
+}
+
+/** One visit as `visitJson` writes it. */
+export interface VisitJson {
+  readonly v: Record<string, unknown>;
+  readonly patient: { id: string; first: string; last: string } | null;
+  readonly events: Array<Record<string, unknown>>;
+  readonly mileage: Record<string, unknown> | null;
+  readonly notes: Array<Record<string, unknown>> | null;
+  readonly noted: boolean;
+}
+
+/**
+ * A visit row `v` (an alias in the enclosing statement) with what its record needs, as one
+ * JSON value: the owner's patient's sealed names, live timer events, mileage, and the note
+ * itself (`soap`) or only whether one exists. The one-statement reads select this.
+ */
+export function visitJson(ownerId: string, opts: { soap: boolean }): SQL {
+  return sql`json_build_object('v', to_json(v),
+    'patient', (select json_build_object('id', p.id, 'first', p.first_name_enc, 'last', p.last_name_enc) from patients p where p.id = v.patient_id and p.owner_id = ${ownerId}::uuid),
+    'events', (select coalesce(json_agg(to_json(e)), '[]') from timer_events e where e.visit_id = v.id and e.deleted_at is null),
+    'mileage', (select to_json(m) from visit_mileage m where m.visit_id = v.id and m.deleted_at is null),
+    'notes', ${opts.soap ? sql`(select coalesce(json_agg(to_json(n)), '[]') from soap_notes n where n.visit_id = v.id and n.deleted_at is null)` : sql`null`},
+    'noted', exists (select 1 from soap_notes n where n.visit_id = v.id and n.deleted_at is null))`;
+}
 
 
 /** The caller's live visit, locked for update when asked; 404 for unknown, foreign or malformed ids. */
@@ -62,9 +100,40 @@ export function createVisitRecords(deps: { phi: PhiCrypto }) {
     const notedVisits = new Set(
       opts.soap ? noteRows.map((n) => n.visitId) : (await tx.select({ visitId: soapNotes.visitId }).from(soapNotes).where(liveNotes)).map((n) => n.visitId),
     );
+    return assemble(rows, { patientById, eventRows, mileageRows, noteRows, notedVisits }, opts);
+  }
+
+  /** Records from `visitJson` values, in their order. */
+  function fromJson(items: readonly VisitJson[], opts: { soap: boolean }): VisitRecord[] {
+    const rows: VisitRow[] = [];
+    const patientById = new Map<string, PatientBrief>();
+    const eventRows: TimerEventRow[] = [];
+    const mileageRows: MileageRow[] = [];
+    const noteRows: SoapNoteRow[] = [];
+    const notedVisits = new Set<string>();
+    for (const item of items) {
+      const row = rowFromJson(visits, item.v);
+      rows.push(row);
+      const p = item.patient;
+      if (p) {
+        patientById.set(p.id, {
+          uuid: p.id,
+          first_name: phi.open(p.first, 'patients', 'first_name_enc', p.id) ?? '',
+          last_name: phi.open(p.last, 'patients', 'last_name_enc', p.id) ?? '',
+        });
+      }
+      for (const e of item.events) eventRows.push(rowFromJson(timerEvents, e));
+      if (item.mileage) mileageRows.push(rowFromJson(visitMileage, item.mileage));
+      for (const n of item.notes ?? []) noteRows.push(rowFromJson(soapNotes, n));
+      if (item.noted) notedVisits.add(row.id);
+    }
+    return assemble(rows, { patientById, eventRows, mileageRows, noteRows, notedVisits }, opts);
+  }
+
+  function assemble(rows: readonly VisitRow[], c: VisitChildren, opts: { soap: boolean }): VisitRecord[] {
     const rankOf = (t: string) => TIMER_SEQUENCE.indexOf(t as TimerEventType);
     const eventsOf = new Map<string, VisitRecord['timer_events']>();
-    for (const e of eventRows.sort((a, b) => a.eventTime.getTime() - b.eventTime.getTime() || rankOf(a.eventType) - rankOf(b.eventType))) {
+    for (const e of [...c.eventRows].sort((a, b) => a.eventTime.getTime() - b.eventTime.getTime() || rankOf(a.eventType) - rankOf(b.eventType))) {
       const list = eventsOf.get(e.visitId) ?? [];
       list.push({
         uuid: e.id,
@@ -76,8 +145,8 @@ export function createVisitRecords(deps: { phi: PhiCrypto }) {
       });
       eventsOf.set(e.visitId, list);
     }
-    const mileageOf = new Map(mileageRows.map((m) => [m.visitId, m]));
-    const noteOf = new Map(noteRows.map((n) => [n.visitId, n]));
+    const mileageOf = new Map(c.mileageRows.map((m) => [m.visitId, m]));
+    const noteOf = new Map(c.noteRows.map((n) => [n.visitId, n]));
 
     return rows.map((v): VisitRecord => {
       const m = mileageOf.get(v.id);
@@ -86,8 +155,8 @@ export function createVisitRecords(deps: { phi: PhiCrypto }) {
       return {
         ...base,
         schedule_uuid: v.id,
-        patient: v.patientId ? (patientById.get(v.patientId) ?? null) : null,
-        has_note: notedVisits.has(v.id),
+        patient: v.patientId ? (c.patientById.get(v.patientId) ?? null) : null,
+        has_note: c.notedVisits.has(v.id),
         timer_events: eventsOf.get(v.id) ?? [],
         mileage: m
           ? { total_miles: m.totalMiles, travel_miles: m.travelMiles, onsite_miles: m.onsiteMiles, recorded_at: m.recordedAt.toISOString() }
@@ -97,7 +166,7 @@ export function createVisitRecords(deps: { phi: PhiCrypto }) {
     });
   }
 
-  return { toRecords };
+  return { toRecords, fromJson };
 }
 
 export type VisitRecords = ReturnType<typeof createVisitRecords>;

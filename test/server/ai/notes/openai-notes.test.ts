@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { loadConfig } from '../../../../server/src/config.ts';
+import { loadConfig } from '@fieldchart/server';
 import { createNoteGenerator, NoteGenerationError, type NoteGenerator } from '../../../../server/src/services/ai/notes/index.ts';
 
 interface Seen {

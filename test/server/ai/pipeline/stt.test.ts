@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { loadConfig } from '../../../../server/src/config.ts';
+import { loadConfig } from '@fieldchart/server';
 import { createSpeechToText, parsePocketsphinxOutput, pocketsphinxInstalled, SttError } from '../../../../server/src/services/ai/stt/index.ts';
 import { createOpenAiStt, endpointOf } from '../../../../server/src/services/ai/stt/openai-stt.ts';
 import { startSttStandIn, verboseJson, type SttStandIn } from './stt-stand-in.ts';

@@ -4,8 +4,13 @@
  * (services/ai/stt) and the note generator (services/ai/notes). services/index.ts passes the
  * real ones; nothing here knows how they work.
  */
+import type { Clock } from '../../../clock.ts';
+import type { Config } from '../../../config.ts';
 import type { Db } from '../../../db/database.ts';
+import type { PhiCrypto } from '../../../security/phi-crypto.ts';
+import type { AuditLog } from '../../audit/audit-log.ts';
 import type { NoteGenerator } from '../notes/index.ts';
+import type { SpeechToText } from '../stt/types.ts';
 
 export type PipelineAudioFormat = 'm4a' | 'wav' | 'mp3';
 
@@ -38,3 +43,21 @@ export interface FinishedEvent {
  * writes (a notification record) commits with the status or not at all.
  */
 export type OnFinished = (tx: Db, event: FinishedEvent) => Promise<void>;
+
+/** Everything createAiPipeline (index.ts) and its job body (run.ts) are given. */
+export interface AiPipelineDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly phi: PhiCrypto;
+  readonly audit: AuditLog;
+  readonly config: Config['ai'];
+  readonly stt: SpeechToText | null;
+  readonly notes: PipelineNotes;
+  readonly audio: PipelineAudio;
+  readonly media: PipelineMedia;
+  /** Longest recording accepted (ffprobe's duration is checked before any decoding). */
+  readonly maxDurationMs: number;
+  /** Wall-clock cap of the ffmpeg normalisation. */
+  readonly normaliseTimeoutMs: number;
+  readonly onFinished?: OnFinished | undefined;
+}

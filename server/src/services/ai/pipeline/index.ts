@@ -13,44 +13,23 @@
 import { and, eq, isNull } from 'drizzle-orm';
 import { aiTranscriptions } from '@fieldchart/schema/db';
 import type { AiStatusRecord } from '@fieldchart/schema/api';
-import type { Clock } from '../../../clock.ts';
-import type { Config } from '../../../config.ts';
 import type { Db } from '../../../db/database.ts';
 import { Conflict, NotFound } from '../../../errors.ts';
 import { enqueue } from '../../../jobs/enqueue.ts';
-import type { PhiCrypto } from '../../../security/phi-crypto.ts';
-import type { AuditContext, AuditLog } from '../../audit/audit-log.ts';
+import type { AuditContext } from '../../audit/audit-log.ts';
 import { findOwnedVisit } from '../../visits/visit-records.ts';
-import type { SpeechToText } from '../stt/index.ts';
-import type { OnFinished, PipelineAudio, PipelineMedia, PipelineNotes } from './deps.ts';
+import type { AiPipelineDeps } from './deps.ts';
 import { statusRecordOf } from './records.ts';
 import { createRunner, type JobAttempt } from './run.ts';
 import { isUuid } from '../../ids.ts';
 
-export type { FinishedEvent, OnFinished, PipelineAudio, PipelineMedia, PipelineNotes } from './deps.ts';
+export type { AiPipelineDeps, FinishedEvent, OnFinished, PipelineAudio, PipelineMedia, PipelineNotes } from './deps.ts';
 export { statusRecordOf, type TranscriptionRow } from './records.ts';
 export type { JobAttempt, RunOutcome } from './run.ts';
 
 export const AI_JOB = 'ai_process_audio';
 /** One queued job per run: a retry or a duplicate enqueue replaces instead of adding. */
 export const jobKeyOf = (transcriptionId: string) => `${AI_JOB}:${transcriptionId}`;
-
-export interface AiPipelineDeps {
-  readonly db: Db;
-  readonly clock: Clock;
-  readonly phi: PhiCrypto;
-  readonly audit: AuditLog;
-  readonly config: Config['ai'];
-  readonly stt: SpeechToText | null;
-  readonly notes: PipelineNotes;
-  readonly audio: PipelineAudio;
-  readonly media: PipelineMedia;
-  /** Longest recording accepted (ffprobe's duration is checked before any decoding). */
-  readonly maxDurationMs: number;
-  /** Wall-clock cap of the ffmpeg normalisation. */
-  readonly normaliseTimeoutMs: number;
-  readonly onFinished?: OnFinished | undefined;
-}
 
 const notFound = () => new NotFound('Transcription not found', 'transcription_not_found');
 

@@ -15,8 +15,7 @@ import path from 'node:path';
 import { and, eq, sql } from 'drizzle-orm';
 import { aiTranscriptions, audioFiles } from '@fieldchart/schema/db';
 import { NO_ENGINE_MESSAGE, type Transcript } from '../stt/index.ts';
-import type { AiPipelineDeps } from './index.ts';
-import type { PipelineAudioFormat } from './deps.ts';
+import type { AiPipelineDeps, PipelineAudioFormat } from './deps.ts';
 
 export interface JobAttempt {
   /** graphile-worker's attempt counter for this job (1 on the first run). */

@@ -5,25 +5,12 @@
 import type { Config } from '../../../config.ts';
 import { createOpenAiStt } from './openai-stt.ts';
 import { createPocketsphinxStt, pocketsphinxInstalled } from './pocketsphinx.ts';
+import type { SpeechToText } from './types.ts';
 
 export { SttError, NO_ENGINE_MESSAGE } from './errors.ts';
 export { parsePocketsphinxOutput, pocketsphinxInstalled } from './pocketsphinx.ts';
 export { joinSegments } from './segments.ts';
-
-/** One timed piece of the transcript (char_start/char_end index `Transcript.text`): the note generator's input type. */
-import type { TranscriptSegment } from '../notes/types.ts';
-export type { TranscriptSegment };
-
-export interface Transcript {
-  readonly text: string;
-  readonly segments: readonly TranscriptSegment[];
-  readonly engine: string;
-}
-
-export interface SpeechToText {
-  readonly name: string;
-  transcribe(pcmWavPath: string, signal?: AbortSignal): Promise<Transcript>;
-}
+export type { SpeechToText, Transcript, TranscriptSegment } from './types.ts';
 
 /**
  * `auto`: the OpenAI-compatible service when STT_URL is set, else pocketsphinx when it is

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { SttError } from './errors.ts';
 import { joinSegments } from './segments.ts';
-import type { SpeechToText, Transcript } from './index.ts';
+import type { SpeechToText, Transcript } from './types.ts';
 
 export interface OpenAiSttOptions {
   /** Base URL; `/v1/audio/transcriptions` is appended unless it already ends the path. */

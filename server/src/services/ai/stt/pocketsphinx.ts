@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { SttError } from './errors.ts';
 import { joinSegments } from './segments.ts';
-import type { SpeechToText, Transcript } from './index.ts';
+import type { SpeechToText, Transcript } from './types.ts';
 
 export interface PocketsphinxOptions {
   readonly bin: string;

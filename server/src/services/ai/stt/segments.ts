@@ -1,4 +1,4 @@
-import type { TranscriptSegment } from './index.ts';
+import type { TranscriptSegment } from './types.ts';
 
 /**
  * Joins timed pieces of speech into one transcript and records where each piece sits in it

@@ -10,18 +10,22 @@
  * after it are applied as usual. Only a failure of the batch's transaction itself (connection
  * lost, serialization failure, commit failure) throws out of here, and is a `retry`.
  */
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { createHash } from 'node:crypto';
+import { and, eq, inArray, lt, sql } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
-import { syncClients, syncRejections } from '@fieldchart/schema/db';
+import { configure } from 'safe-stable-stringify';
+import { syncClients, syncMutationDigests, syncRejections } from '@fieldchart/schema/db';
 import { MAX_MUTATION_BYTES, MUTATION_NAMES, type IncomingMutation, type MutationName, type ServerMessage } from '@fieldchart/schema/sync';
 import * as z from 'zod';
-import { AppError, Invalid, TooMany } from '../errors.ts';
-import { safeError } from '../log-safety.ts';
-import type { Services } from '../services/index.ts';
-import type { MutationRunner } from './mutations.ts';
+import { AppError, Invalid, TooMany } from '../../errors.ts';
+import { safeError } from '../../log-safety.ts';
+import type { Db } from '../../db/database.ts';
+import type { Services } from '../index.ts';
+import type { MutationRunner } from './mutation-runner.ts';
+import { runsInSet } from './mutation-sets.ts';
 
 export type MutationMessage = IncomingMutation;
-export type MutationReply = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' | 'failed' }>;
+export type MutationReply = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' | 'failed' | 'conflict' }>;
 type RejectReply = Extract<MutationReply, { type: 'reject' }>;
 
 /**
@@ -41,6 +45,11 @@ export interface MutationDevice {
   readonly organizationId: string | null;
   /** Ties each mutation's audit entries to where it came from (`sync:<socket>` or the HTTP request id). */
   readonly requestIdPrefix: string;
+  /**
+   * The sync protocol the device speaks (the socket's hello, the HTTP body's `protocol`): from
+   * 2 on, a replayed id with other content is answered `conflict` (a cloned install).
+   */
+  readonly protocol: number;
 }
 
 export type BatchOutcome =
@@ -80,8 +89,24 @@ export async function applyMutationBatch(
               .where(and(eq(syncRejections.userId, device.userId), eq(syncRejections.clientId, device.clientId), inArray(syncRejections.mutationId, seen)))
           ).map((r) => [r.mutationId, r]),
     );
-    const store = (reply: RejectReply | Extract<MutationReply, { type: 'failed' }>) =>
-      tx.insert(syncRejections).values({
+    const stored = new Map(
+      seen.length === 0
+        ? []
+        : (
+            await tx
+              .select({ mutationId: syncMutationDigests.mutationId, digest: syncMutationDigests.digest })
+              .from(syncMutationDigests)
+              .where(and(eq(syncMutationDigests.userId, device.userId), eq(syncMutationDigests.clientId, device.clientId), inArray(syncMutationDigests.mutationId, seen)))
+          ).map((r) => [r.mutationId, r.digest]),
+    );
+    // Digests of what this batch processes, written with the new last_mutation_id in one statement.
+    const processed: Array<{ mutationId: number; digest: string }> = [];
+    const processedNow = (m: MutationMessage, digest: string) => {
+      processed.push({ mutationId: m.mutation_id, digest });
+      stored.set(m.mutation_id, digest);
+    };
+    const store = (reply: RejectReply | Extract<MutationReply, { type: 'failed' }>) => {
+      const row = {
         userId: device.userId,
         clientId: device.clientId,
         mutationId: reply.mutation_id,
@@ -89,12 +114,27 @@ export async function applyMutationBatch(
         code: reply.code,
         message: reply.message,
         errors: reply.type === 'reject' ? (reply.errors ?? null) : null,
-      });
+      };
+      refused.set(row.mutationId, { ...row, createdAt: new Date() });
+      return tx.insert(syncRejections).values(row);
+    };
+    // Mutations already settled by a set (below): skipped by the one-by-one loop. Those of a
+    // set that fell back go one by one, without another try at a set.
+    let setUntil = -1;
+    let oneByOneUntil = -1;
     for (const [i, m] of batch.entries()) {
+      if (i <= setUntil) continue;
+      const digest = digestOf(m);
       // Already processed (a lost answer, a replay, a duplicated frame): answered as it was the
       // first time — the same reject or failure for a refused or parked one, an ack otherwise —
-      // and not applied.
+      // and not applied. Unless another install with this client id sent other content under
+      // the id: a device that speaks protocol 2 is told, and re-keys itself.
       if (m.mutation_id <= last) {
+        const before = stored.get(m.mutation_id);
+        if (device.protocol >= 2 && before !== undefined && before !== digest) {
+          replies.push({ type: 'conflict', mutation_id: m.mutation_id, code: 'client_id_reused', message: CONFLICT_MESSAGE });
+          continue;
+        }
         const r = refused.get(m.mutation_id);
         replies.push(
           !r
@@ -109,8 +149,26 @@ export async function applyMutationBatch(
       if ('type' in judged) {
         replies.push(judged);
         await store(judged);
+        processedNow(m, digest);
         last = m.mutation_id;
         continue;
+      }
+      const set = runMutation.runSet && i > oneByOneUntil ? setFrom(batch, i, last) : [];
+      if (set.length > 1 && runMutation.runSet) {
+        const results = await runMutation.runSet(
+          ctx,
+          set.map((s) => ({ name: s.name, args: s.args, requestId: `${device.requestIdPrefix}:${s.m.mutation_id}` })),
+        );
+        if (results) {
+          for (const [k, s] of set.entries()) {
+            replies.push({ type: 'ack', mutation_id: s.m.mutation_id, result: results[k] ?? null });
+            processedNow(s.m, k === 0 ? digest : digestOf(s.m));
+            last = s.m.mutation_id;
+          }
+          setUntil = i + set.length - 1;
+          continue;
+        }
+        oneByOneUntil = i + set.length - 1;
       }
       try {
         const result = await services.unitOfWork.savepoint(() =>
@@ -150,7 +208,11 @@ export async function applyMutationBatch(
           failing = { id: null, attempts: 0 };
         }
       }
+      processedNow(m, digest);
       last = m.mutation_id;
+    }
+    if (processed.length > 0) {
+      await tx.insert(syncMutationDigests).values(processed.map((p) => ({ userId: device.userId, clientId: device.clientId, ...p })));
     }
     await tx
       .update(syncClients)
@@ -160,6 +222,24 @@ export async function applyMutationBatch(
   });
 }
 
+/**
+ * The run of mutations from `start` that may be applied as one set: new (ids rising above
+ * `last`), well-formed envelopes, of the kinds that share a set (mutation-sets.ts).
+ */
+function setFrom(batch: readonly MutationMessage[], start: number, last: number): Array<{ m: MutationMessage; name: MutationName; args: Record<string, unknown> }> {
+  const run: Array<{ m: MutationMessage; name: MutationName; args: Record<string, unknown> }> = [];
+  let previous = last;
+  for (let j = start; j < batch.length; j++) {
+    const m = batch[j] as MutationMessage;
+    if (m.mutation_id <= previous) break;
+    const judged = judge(m);
+    if ('type' in judged || !runsInSet(judged.name)) break;
+    run.push({ m, ...judged });
+    previous = m.mutation_id;
+  }
+  return run;
+}
+
 /** The device's last processed mutation id (0 for a new device). */
 export async function lastMutationIdOf(services: Services, userId: string, clientId: string): Promise<number> {
   const [client] = await services.unitOfWork.db
@@ -167,6 +247,17 @@ export async function lastMutationIdOf(services: Services, userId: string, clien
     .from(syncClients)
     .where(and(eq(syncClients.userId, userId), eq(syncClients.clientId, clientId)));
   return client?.last ?? 0;
+}
+
+const CONFLICT_MESSAGE = 'This mutation id was already used by another install with the same client id';
+
+/** Keys sorted at every depth: the same content gives the same text whatever the key order. */
+const canonicalJson = configure({ deterministic: true, bigint: false, circularValue: null });
+
+/** Hex sha256 of the canonical JSON of a mutation's name and arguments (what it says, not when). */
+export function digestOf(m: Pick<MutationMessage, 'name' | 'args'>): string {
+  const text = canonicalJson({ name: m.name ?? null, args: m.args ?? null }) ?? 'null';
+  return createHash('sha256').update(text).digest('hex');
 }
 
 const clientTime = z.iso.datetime({ offset: true });

@@ -4,19 +4,22 @@
  * (bound to the row id), and merged into one row when a document has more than
  * COMPACT_ABOVE of them. A document's state is all of its stored updates applied together;
  * Yjs makes the order irrelevant and a repeated update harmless.
+ *
+ * The only module that reads or writes `draft_updates`: the note service discards a visit's
+ * draft through `discardDraft` when the note supersedes it.
  */
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import * as Y from 'yjs';
 import { draftUpdates } from '@fieldchart/schema/db';
 import type { SoapSection } from '@fieldchart/schema/rules';
-import { rowsOf, type Db } from '../db/database.ts';
-import { NotFound } from '../errors.ts';
-import type { PhiCrypto } from '../security/phi-crypto.ts';
-import { findOwnedVisit } from '../services/visits/visit-records.ts';
-import { CHANNELS } from './notifications.ts';
+import { rowsOf, type Db } from '../../db/database.ts';
+import { NotFound } from '../../errors.ts';
+import type { PhiCrypto } from '../../security/phi-crypto.ts';
+import { findOwnedVisit } from '../visits/visit-records.ts';
+import { SYNC_CHANNELS } from './channels.ts';
 
 /** The notification channel every node listens on (docs/sync-protocol.md, Several nodes). */
-export const DRAFT_CHANNEL = CHANNELS.draft;
+export const DRAFT_CHANNEL = SYNC_CHANNELS.draft;
 /** More stored updates than this and the document is merged into one row. */
 export const COMPACT_ABOVE = 200;
 export type DraftSections = Record<SoapSection, string>;
@@ -186,6 +189,14 @@ export function createDraftStore(deps: { db: Db; phi: PhiCrypto; nodeId: string;
       });
     },
   };
+}
+
+/**
+ * Deletes a visit's draft inside the caller's transaction: the submitted note supersedes it,
+ * and PHI is not kept twice (or longer than it is needed).
+ */
+export async function discardDraft(tx: Db, visitId: string): Promise<void> {
+  await tx.delete(draftUpdates).where(eq(draftUpdates.visitId, visitId));
 }
 
 export function sectionsOfDoc(doc: Y.Doc): DraftSections {

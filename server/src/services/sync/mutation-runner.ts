@@ -5,11 +5,12 @@
 import * as z from 'zod';
 import { fieldErrorsFromIssues } from '@fieldchart/schema/rules';
 import { MUTATION_ARGS, type MutationName } from '@fieldchart/schema/sync';
-import type { Db } from '../db/database.ts';
-import { Invalid, type FieldErrors } from '../errors.ts';
-import type { ClinicianContext } from '../http/audit-context.ts';
-import type { Services } from '../services/index.ts';
+import type { Db } from '../../db/database.ts';
+import { Invalid, type FieldErrors } from '../../errors.ts';
+import type { ClinicianContext } from '../../http/audit-context.ts';
+import type { Services } from '../index.ts';
 import type { DraftSections } from './drafts-store.ts';
+import { createMutationSetRunner, type MutationSetRunner } from './mutation-sets.ts';
 
 export interface MutationDeps {
   readonly services: Services;
@@ -17,7 +18,15 @@ export interface MutationDeps {
   sectionsOf(tx: Db, visitId: string, ownerId: string): Promise<DraftSections | null>;
 }
 
-export type MutationRunner = (ctx: ClinicianContext, name: MutationName, args: unknown) => Promise<unknown>;
+export interface MutationRunner {
+  /** One mutation through its REST service call. */
+  (ctx: ClinicianContext, name: MutationName, args: unknown): Promise<unknown>;
+  /**
+   * Consecutive mutations of the kinds that can share a set, applied set-based with the same
+   * rules (mutation-sets.ts); null when they must go one by one. Absent: always one by one.
+   */
+  readonly runSet?: MutationSetRunner;
+}
 
 export function createMutationRunner(deps: MutationDeps): MutationRunner {
   const { services } = deps;
@@ -27,7 +36,7 @@ export function createMutationRunner(deps: MutationDeps): MutationRunner {
     return parsed.data as z.output<(typeof MUTATION_ARGS)[N]>;
   };
 
-  return async (ctx, name, args) => {
+  const runOne = async (ctx: ClinicianContext, name: MutationName, args: unknown): Promise<unknown> => {
     const userId = ctx.actorUserId;
     switch (name) {
       case 'patient.create': {
@@ -68,6 +77,7 @@ export function createMutationRunner(deps: MutationDeps): MutationRunner {
       }
     }
   };
+  return Object.assign(runOne, { runSet: createMutationSetRunner(services) });
 }
 
 function validationError(error: z.ZodError): Invalid {

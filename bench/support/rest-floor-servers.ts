@@ -1,0 +1,99 @@
+/**
+ * The servers for bench/rest-floor.ts, in a process of their own: a real Fieldchart server
+ * (as the test suite starts it, but with the worker and the test-only response check off; PGlite, or PostgreSQL with BENCH_DATABASE_URL)
+ * loaded with `fieldchart seed --demo`, and the raw floor (support/rest-floor.ts) on the same
+ * database. Statements are counted at the driver: postgres.js's `debug` hook on each side's
+ * client; on PGlite every simple Query or Execute message that reaches the engine (both sides
+ * share the one embedded database, so the parent counts one side at a time). Sends
+ * `{ ready }`; answers `'count'` with `{ counts }`; closes on `'stop'` or disconnect.
+ */
+import type { PGlite } from '@electric-sql/pglite';
+import postgres from 'postgres';
+import { startServerPair } from './server-pair.ts';
+import { floorSqlOf, startFloor } from './rest-floor.ts';
+
+export interface RestFloorServers {
+  readonly backend: 'pglite' | 'postgres';
+  readonly floorUrl: string;
+  readonly apiOrigin: string;
+  readonly apiPrefix: string;
+  readonly token: string;
+  /** A documented (completed, signed) visit for visit-details. */
+  readonly visitUuid: string;
+  /** Scheduled visits (dated in the past, so no list shows them) for timer-event writes. */
+  readonly timerVisits: readonly string[];
+  readonly upcoming: { readonly today: number; readonly upcoming: number };
+}
+
+export interface StatementCounts {
+  readonly project: number;
+  readonly floor: number;
+}
+
+if (!process.send) throw new Error('rest-floor-servers runs as a child process of a bench script');
+
+const TIMER_VISITS = Number(process.env.BENCH_TIMER_VISITS ?? 40_000);
+
+const { backend, server, stop } = await startServerPair({ env: { WORKER_ENABLED: 'false', RESPONSE_CHECK: 'false' } });
+const { API } = await import('../../test/helpers/test-server.ts');
+const { operationContext, runOperation } = await import('../../server/src/admin/operations.ts');
+
+const seeded = (await runOperation(operationContext(server.runtime.services, server.runtime.database), 'seed.demo', {})) as { email: string; password: string };
+const signIn = await server.api('POST', '/sign-in', { body: { email: seeded.email, password: seeded.password } });
+const token = signIn.body?.data?.token as string | undefined;
+const history = await server.api('GET', '/get-visit-history?record_type=with_notes&per_page=1', { token: token ?? null });
+const visitUuid = history.body?.data?.[0]?.schedule_uuid as string | undefined;
+const upcoming = await server.api('GET', '/get-upcomming-visits', { token: token ?? null });
+if (!token || !visitUuid || upcoming.status !== 200) {
+  await stop();
+  throw new Error(`demo set-up failed: sign-in ${signIn.status}, history ${history.status}, upcoming ${upcoming.status}`);
+}
+const ownerId = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')).sub as string;
+
+const counts = { project: 0, floor: 0 };
+const database = server.runtime.database;
+let floorSql: postgres.Sql | null = null;
+if (database.sql) {
+  // postgres.js reads its options object at each query: the hook sees every statement.
+  (database.sql.options as { debug?: unknown }).debug = () => void counts.project++;
+  // The same pool size as the project's connection pool: neither side waits for connections more.
+  floorSql = postgres(server.db.url as string, { max: database.sql.options.max, onnotice: () => {}, debug: () => void counts.floor++ });
+} else {
+  const pglite = database.pglite as PGlite;
+  const original = pglite.execProtocolStream.bind(pglite);
+  // 0x51 'Q' simple query, 0x45 'E' execute: one per statement run.
+  pglite.execProtocolStream = (m, o) => {
+    if (m[0] === 0x51 || m[0] === 0x45) counts.project++;
+    return original(m, o);
+  };
+}
+
+const insertVisits = `insert into visits (id, owner_id, visit_date, start_time, status, visit_type)
+  select gen_random_uuid(), $1, date '2020-01-01', '09:00', 'scheduled', 'routine' from generate_series(1, $2) returning id::text`;
+const timerVisits = database.sql
+  ? (await database.sql.unsafe(insertVisits, [ownerId, TIMER_VISITS])).map((r) => r.id as string)
+  : (await (database.pglite as PGlite).query<{ id: string }>(insertVisits, [ownerId, TIMER_VISITS])).rows.map((r) => r.id);
+
+const floor = await startFloor({
+  db: floorSqlOf(floorSql ? { sql: floorSql, pglite: null } : { sql: null, pglite: database.pglite }),
+  dataDir: server.dataDir,
+  issuer: server.config.jwt.issuer,
+  audience: server.config.jwt.audience,
+});
+
+process.on('message', (m) => {
+  if (m === 'count') process.send?.({ counts: database.sql ? { ...counts } : { project: counts.project, floor: counts.project } });
+});
+process.on('disconnect', () => void floor.close().then(() => floorSql?.end()));
+
+const ready: RestFloorServers = {
+  backend,
+  floorUrl: floor.url,
+  apiOrigin: server.url,
+  apiPrefix: API,
+  token,
+  visitUuid,
+  timerVisits,
+  upcoming: { today: upcoming.body.data.today_visit.length, upcoming: upcoming.body.data.upcomming_visit.length },
+};
+process.send({ ready });

@@ -1,0 +1,45 @@
+/**
+ * The uploader's two ways to the server: frames on the open socket (answers come back on
+ * it), and `POST /sync/mutations` for a network that passes HTTP but not websockets (answers
+ * come back in the response). The same mutations, answered the same way, on the server's same
+ * exactly-once counter.
+ */
+import { PROTOCOL_VERSION } from '@fieldchart/schema/sync';
+import type { RestClient } from '../rest/index.ts';
+import type { Connection } from './connection.ts';
+import type { Carrier } from './uploader.ts';
+
+/** Bytes of mutations per `POST /sync/mutations` (the route takes up to MAX_MUTATION_BYTES + 1 MiB). */
+const HTTP_BATCH_BYTES = 1024 * 1024;
+
+/** Mutation frames on a welcomed socket; `settleAfter` is the feed's rule for this socket. */
+export function socketCarrier(conn: Connection, settleAfter: (duplicate: boolean) => number | null): Carrier {
+  return {
+    batchBytes: Number.POSITIVE_INFINITY,
+    send(batch) {
+      let sent = 0;
+      for (const m of batch) {
+        if (!conn.send({ type: 'mutation', ...m })) break;
+        sent++;
+      }
+      return Promise.resolve({ sent, answers: [] });
+    },
+    settleAfter,
+  };
+}
+
+/**
+ * `POST /sync/mutations` under the install's client id as it is when the request leaves (a
+ * re-keyed outbox goes on under its new one). An ack here settles at the next socket's first
+ * `synced`, whose feed run began after it.
+ */
+export function httpCarrier(rest: RestClient, clientId: () => Promise<string>): Carrier {
+  return {
+    batchBytes: HTTP_BATCH_BYTES,
+    async send(batch) {
+      const { results } = await rest.sync.applyMutations({ client_id: await clientId(), protocol: PROTOCOL_VERSION, mutations: batch.map((m) => ({ ...m })) });
+      return { sent: batch.length, answers: results };
+    },
+    settleAfter: () => null,
+  };
+}

@@ -1,0 +1,19 @@
+/**
+ * A set of writes decided in memory before any of them runs: what each input answers, the
+ * audit entry each would have recorded, and the statements that make it so (one per table).
+ * Services that offer one also apply the same input one at a time with the same rules; a plan
+ * is only made when every input would succeed, so the two ways give the same rows and answers.
+ */
+import type { Db } from '../db/database.ts';
+import type { AuditEntry } from './audit/audit-log.ts';
+
+export interface BatchPlan<R> {
+  /** Per input, in input order. */
+  readonly results: readonly R[];
+  /** Per input, in input order: the entry its one-at-a-time call records on success. */
+  readonly audits: readonly AuditEntry[];
+  write(tx: Db): Promise<void>;
+}
+
+/** Rows handed to PostgreSQL as one jsonb parameter (`jsonb_to_recordset`): one statement, one parameter. */
+export const recordset = (rows: readonly object[]): string => JSON.stringify(rows);

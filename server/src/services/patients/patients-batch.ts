@@ -1,0 +1,93 @@
+/**
+ * Many patients created at once (the sync channel's queued `patient.create`): the same rules
+ * as `patients.ts` `create` — ids named by the device must be free (a taken one is refused),
+ * the patient and its referral ids must differ — checked in memory in order, PHI sealed in
+ * memory, then one INSERT of the patients and one of their referrals. No plan (null) when any
+ * would be refused: the caller creates them one at a time, and each refusal is its own.
+ */
+import { randomUUID } from 'node:crypto';
+import { inArray } from 'drizzle-orm';
+import type { z } from 'zod';
+import type { patientCreateBody } from '@fieldchart/schema/api';
+import { patientReferrals, patients } from '@fieldchart/schema/db';
+import type { Clock } from '../../clock.ts';
+import type { Db } from '../../db/database.ts';
+import type { ClinicianContext } from '../../http/audit-context.ts';
+import type { PhiCrypto } from '../../security/phi-crypto.ts';
+import type { BatchPlan } from '../batch-plan.ts';
+import { sealPatient } from './patient-codec.ts';
+
+export interface PatientCreateItem {
+  readonly body: z.output<typeof patientCreateBody>;
+  readonly uuid?: string | undefined;
+  readonly referral_uuid?: string | undefined;
+}
+
+type Created = { uuid: string; referral_uuid: string };
+
+export function createPatientsBatch(deps: { clock: Clock; phi: PhiCrypto }) {
+  const { clock, phi } = deps;
+  return {
+    async plan(tx: Db, ctx: Omit<ClinicianContext, 'requestId'>, items: readonly PatientCreateItem[]): Promise<BatchPlan<Created> | null> {
+      if (items.length === 0) return { results: [], audits: [], write: async () => {} };
+      const ids = items.map((i) => ({ id: i.uuid ?? randomUUID(), referralId: i.referral_uuid ?? randomUUID(), named: Boolean(i.uuid || i.referral_uuid) }));
+      const named = ids.filter((i) => i.named);
+      const takenPatients = new Set(
+        named.length === 0 ? [] : (await tx.select({ id: patients.id }).from(patients).where(inArray(patients.id, named.map((i) => i.id)))).map((r) => r.id),
+      );
+      const takenReferrals = new Set(
+        named.length === 0
+          ? []
+          : (await tx.select({ id: patientReferrals.id }).from(patientReferrals).where(inArray(patientReferrals.id, named.map((i) => i.referralId)))).map((r) => r.id),
+      );
+      const now = clock.now();
+      const patientRows: Array<typeof patients.$inferInsert> = [];
+      const referralRows: Array<typeof patientReferrals.$inferInsert> = [];
+      const results: Created[] = [];
+      const audits: BatchPlan<Created>['audits'][number][] = [];
+      for (const [n, { body }] of items.entries()) {
+        const { id, referralId, named: check } = ids[n] as (typeof ids)[number];
+        if (id === referralId) return null;
+        if (check && (takenPatients.has(id) || takenReferrals.has(referralId))) return null;
+        takenPatients.add(id);
+        takenReferrals.add(referralId);
+        patientRows.push({
+          id,
+          ownerId: ctx.actorUserId,
+          organizationId: ctx.organizationId,
+          ...sealPatient(phi, id, { first_name: body.first_name, last_name: body.last_name, email: body.email ?? null, phone: body.phone ?? null, address: body.address ?? null }),
+          createdAt: now,
+          updatedAt: now,
+        });
+        const r = body.referral ?? {};
+        referralRows.push({
+          id: referralId,
+          patientId: id,
+          ownerId: ctx.actorUserId,
+          organizationId: ctx.organizationId,
+          status: 'open',
+          discipline: r.discipline ?? null,
+          diagnosisCodes: r.diagnosis_codes ?? [],
+          referralSource: r.referral_source ?? null,
+          startOfCare: r.start_of_care ?? null,
+          orderedFrequency: r.ordered_frequency ?? null,
+          createdAt: now,
+          updatedAt: now,
+        });
+        const fields = Object.keys(body).filter((k) => body[k as keyof typeof body] != null);
+        audits.push({ action: 'create', resourceType: 'patient', resourceId: id, details: { fields, referral_uuid: referralId } });
+        results.push({ uuid: id, referral_uuid: referralId });
+      }
+      return {
+        results,
+        audits,
+        async write(db) {
+          await db.insert(patients).values(patientRows);
+          await db.insert(patientReferrals).values(referralRows);
+        },
+      };
+    },
+  };
+}
+
+export type PatientsBatch = ReturnType<typeof createPatientsBatch>;

@@ -1,0 +1,83 @@
+/**
+ * Mileage of many visits at once (the sync channel's queued `visit.mileage`): the same rules
+ * as `mileage.ts` — the visit must be the caller's; the later `recorded_at` wins, an equal one
+ * too (the later arrival) — decided in memory in order, then one upsert of each touched
+ * visit's final mileage. No plan (null) when a visit is not the caller's.
+ */
+import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { visitMileage, visits } from '@fieldchart/schema/db';
+import type { Clock } from '../../clock.ts';
+import type { Db } from '../../db/database.ts';
+import { recordset, type BatchPlan } from '../batch-plan.ts';
+import type { MileageInput } from './mileage.ts';
+
+export interface MileageItem {
+  readonly uuid: string;
+  readonly mileage: MileageInput;
+}
+
+interface Stored {
+  readonly totalMiles: number;
+  readonly travelMiles: number | null;
+  readonly onsiteMiles: number | null;
+  readonly recordedAt: Date;
+}
+
+export function createMileageBatch(deps: { clock: Clock }) {
+  return {
+    async plan(tx: Db, ownerId: string, items: readonly MileageItem[]): Promise<BatchPlan<{ applied: boolean }> | null> {
+      if (items.length === 0) return { results: [], audits: [], write: async () => {} };
+      const ids = [...new Set(items.map((i) => i.uuid))];
+      const owned = await tx
+        .select({ id: visits.id })
+        .from(visits)
+        .where(and(inArray(visits.id, ids), eq(visits.ownerId, ownerId), isNull(visits.deletedAt)))
+        .orderBy(visits.id)
+        .for('update');
+      if (owned.length !== ids.length) return null;
+      const current = new Map<string, Stored>(
+        (await tx.select().from(visitMileage).where(inArray(visitMileage.visitId, ids))).map((m) => [m.visitId, m]),
+      );
+      const now = deps.clock.now();
+      const final = new Map<string, Stored>();
+      const results: Array<{ applied: boolean }> = [];
+      const audits: BatchPlan<{ applied: boolean }>['audits'][number][] = [];
+      for (const { uuid, mileage } of items) {
+        const recordedAt = mileage.recorded_at ? new Date(mileage.recorded_at) : now;
+        const stored = current.get(uuid);
+        const applied = !(stored && stored.recordedAt.getTime() > recordedAt.getTime());
+        if (applied) {
+          const next = { totalMiles: mileage.total_miles, travelMiles: mileage.travel_miles ?? null, onsiteMiles: mileage.onsite_miles ?? null, recordedAt };
+          current.set(uuid, next);
+          final.set(uuid, next);
+        }
+        results.push({ applied });
+        audits.push({ action: 'update', resourceType: 'visit_mileage', resourceId: uuid, details: { applied } });
+      }
+      return {
+        results,
+        audits,
+        async write(db) {
+          if (final.size === 0) return;
+          const at = now.toISOString();
+          const rows = [...final.entries()].map(([id, m]) => ({
+            visit_id: id,
+            total_miles: m.totalMiles,
+            travel_miles: m.travelMiles,
+            onsite_miles: m.onsiteMiles,
+            recorded_at: m.recordedAt.toISOString(),
+          }));
+          await db.execute(sql`
+            insert into ${visitMileage} (visit_id, owner_id, total_miles, travel_miles, onsite_miles, recorded_at, created_at, updated_at, deleted_at)
+            select x.visit_id, ${ownerId}::uuid, x.total_miles, x.travel_miles, x.onsite_miles, x.recorded_at, ${at}::timestamptz, ${at}::timestamptz, null
+            from jsonb_to_recordset(${recordset(rows)}::jsonb) as x(visit_id uuid, total_miles numeric, travel_miles numeric, onsite_miles numeric, recorded_at timestamptz)
+            on conflict (visit_id) do update set
+              total_miles = excluded.total_miles, travel_miles = excluded.travel_miles, onsite_miles = excluded.onsite_miles,
+              recorded_at = excluded.recorded_at, updated_at = excluded.updated_at, deleted_at = null`);
+        },
+      };
+    },
+  };
+}
+
+export type MileageBatch = ReturnType<typeof createMileageBatch>;

@@ -1,0 +1,89 @@
+/**
+ * The one ordering queue of a socket: its frames are handled in arrival order
+ * (docs/sync-protocol.md). Most frames are handled one at a time, each awaited before the
+ * next; consecutive frames that `batch` accepts (mutations) are handed over together. Frames
+ * the caller marks `alongside` (draft messages) are started in order without waiting for the
+ * previous one to finish — typing on one device reaches the others while the previous
+ * keystroke is still being stored; the drafts module keeps their order per document — but
+ * any frame handled one at a time waits for all of them first (a note takes the draft's text:
+ * the draft messages before it must be stored).
+ */
+export interface SocketQueueOptions<F> {
+  /** Frames waiting at most; `push` refuses more (the device ignores the protocol's limits). */
+  readonly capacity: number;
+  /** Frames handed over together at most. */
+  readonly maxBatch: number;
+  /** Started in order but not awaited before the next frame. */
+  alongside(frame: F): boolean;
+  /** May be handed over together with the frames next to it of the same kind. */
+  batch(frame: F): boolean;
+  handle(frames: F[]): Promise<void>;
+  /** A handler failed (the database, a bug): the socket is closed. */
+  onError(err: unknown): void;
+}
+
+export class SocketQueue<F> {
+  private readonly waiting: F[] = [];
+  private readonly inFlight = new Set<Promise<void>>();
+  private running = false;
+  private stopped = false;
+
+  constructor(private readonly options: SocketQueueOptions<F>) {}
+
+  /** False when the queue is full: the caller closes the socket. */
+  /** Frames received and not handled yet (/metrics). */
+  get depth(): number {
+    return this.waiting.length;
+  }
+
+  push(frame: F): boolean {
+    if (this.waiting.length >= this.options.capacity) return false;
+    this.waiting.push(frame);
+    void this.pump();
+    return true;
+  }
+
+  /** Drops what is waiting; frames in flight finish on their own. */
+  stop(): void {
+    this.stopped = true;
+    this.waiting.length = 0;
+  }
+
+  private async pump(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    const { options } = this;
+    try {
+      while (this.waiting.length > 0 && !this.stopped) {
+        const head = this.waiting[0] as F;
+        if (options.alongside(head)) {
+          this.waiting.shift();
+          this.start(options.handle([head]));
+          continue;
+        }
+        while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
+        if (this.stopped) break;
+        let n = 1;
+        if (options.batch(head)) while (n < this.waiting.length && n < options.maxBatch && options.batch(this.waiting[n] as F)) n++;
+        await options.handle(this.waiting.splice(0, n));
+      }
+    } catch (err) {
+      this.stop();
+      options.onError(err);
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private start(work: Promise<void>): void {
+    const settled = work.then(
+      () => {},
+      (err: unknown) => {
+        this.stop();
+        this.options.onError(err);
+      },
+    );
+    this.inFlight.add(settled);
+    void settled.then(() => this.inFlight.delete(settled));
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * A cloned install: a device's data directory copied (a restored backup, a cloned phone), so
+ * two installs share one client id and one mutation counter. Both write offline under the same
+ * mutation ids, then come online one after the other against the real server. The second is
+ * answered `conflict` for the ids the first used, re-keys itself (a new client id, its
+ * unanswered writes renumbered) and sends them again: the server ends with every write of both
+ * exactly once, nothing refused, nothing lost.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { after, before, test } from 'node:test';
+import { openLocalDb } from '../../client-lib/src/storage/local-db.ts';
+import { getMeta } from '../../client-lib/src/storage/meta.ts';
+import { forEachBackend } from '../helpers/backends.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { utcClinician } from '../server/visits/visit-fixtures.ts';
+import { openClient, tempDataDir } from './support.ts';
+
+const WAIT = { timeoutMs: 60_000 };
+
+forEachBackend('offline client: a cloned install re-keys itself', (backend) => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer(backend);
+  });
+  after(() => server.close());
+
+  test('two installs with one copied data dir write offline under the same ids; the server gets each write once', async () => {
+    const user = await utcClinician(server);
+    const proxyA: TcpProxy = await startTcpProxy(server.url);
+    const proxyB: TcpProxy = await startTcpProxy(server.url);
+    const dirA = tempDataDir();
+    const dirB = tempDataDir();
+    try {
+      // The original install syncs once and writes, so its counter and cursor are not new.
+      const first = await openClient(proxyA.url, dirA);
+      await first.signIn({ email: user.email, password: user.password });
+      const { uuid: seed } = await first.patients.create({ first_name: 'Seed', last_name: 'Before-Copy' });
+      await first.sync.whenSynced(WAIT);
+      await first.close();
+      fs.cpSync(dirA, dirB, { recursive: true }); // the backup, restored on another phone
+      const clientIdOf = async (dir: string) => {
+        const db = await openLocalDb(dir);
+        try {
+          return await getMeta(db, 'client_id');
+        } finally {
+          await db.close();
+        }
+      };
+      const copiedId = await clientIdOf(dirB);
+      assert.equal(copiedId, await clientIdOf(dirA));
+
+      // Both offline: each writes under the same next mutation ids.
+      proxyA.cut();
+      proxyB.cut();
+      const a = await openClient(proxyA.url, dirA);
+      const b = await openClient(proxyB.url, dirB);
+      const written = new Map<string, string>([[seed, 'Seed']]);
+      try {
+        const errors: string[] = [];
+        b.sync.on('status', (s) => {
+          if (s.lastError && errors.at(-1) !== s.lastError.code) errors.push(s.lastError.code);
+        });
+        for (const n of ['A1', 'A2']) written.set((await a.patients.create({ first_name: n, last_name: 'Clone' })).uuid, n);
+        for (const n of ['B1', 'B2', 'B3']) written.set((await b.patients.create({ first_name: n, last_name: 'Clone' })).uuid, n);
+        assert.equal(a.sync.status.pending, 2);
+        assert.equal(b.sync.status.pending, 3);
+
+        const synced = (c: typeof a, name: string) =>
+          c.sync.whenSynced(WAIT).catch((err: unknown) => {
+            throw new Error(`${name}: ${String(err)}; status ${JSON.stringify(c.sync.status)}; errors of the copy: ${errors.join(', ')}`);
+          });
+        // The original comes online first and uploads under the shared client id.
+        proxyA.restore();
+        await synced(a, 'original');
+        // Then the copy: its first two ids hold the original's writes on the server.
+        proxyB.restore();
+        await synced(b, 'copy');
+        assert.ok(errors.includes('client_id_reused'), `the copy was told (${errors.join(', ')})`);
+
+        const mine = await server.api('GET', '/patient/my-patients?per_page=100', { token: user.token });
+        assert.equal(mine.status, 200, JSON.stringify(mine.body));
+        const onServer = (mine.body.data as Array<{ uuid: string; first_name: string }>).map((p) => [p.uuid, p.first_name] as const);
+        assert.deepEqual(
+          [...onServer].sort((x, y) => x[0].localeCompare(y[0])),
+          [...written].sort((x, y) => x[0].localeCompare(y[0])),
+          'every write of both installs, once each',
+        );
+        assert.deepEqual(await a.rejections.list(), []);
+        assert.deepEqual(await b.rejections.list(), [], 'nothing refused: a write sent twice would be id_taken');
+        assert.deepEqual(await b.failures.list(), []);
+        assert.equal(b.sync.status.pending, 0);
+        // The copy reads the server's rows, its own and the original's alike.
+        await eventually(async () => assert.equal((await b.patients.list()).length, written.size), WAIT);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+      assert.notEqual(await clientIdOf(dirB), copiedId, 'the copy took a new client id');
+      assert.equal(await clientIdOf(dirA), copiedId, 'the original kept its own');
+    } finally {
+      await proxyA.close();
+      await proxyB.close();
+      fs.rmSync(dirA, { recursive: true, force: true });
+      fs.rmSync(dirB, { recursive: true, force: true });
+    }
+  });
+});
