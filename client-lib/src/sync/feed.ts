@@ -25,6 +25,12 @@ export class FeedReceiver {
   private syncedAtWelcome = 0;
   /** The socket's `synced` says through which mutation the feed has the rows (protocol 2). */
   private ackedThrough = false;
+  /**
+   * The highest `acked_through` this socket has brought: an answer that arrives after it (an
+   * HTTP request still in flight when the socket was welcomed) settles against it at once —
+   * no later `synced` need ever come on a quiet server.
+   */
+  private socketAckedThrough: number | null = null;
 
   constructor(private readonly deps: { readonly db: LocalDb; readonly status: StatusStore; readonly events: Emitter<SyncEvents> }) {}
 
@@ -36,10 +42,12 @@ export class FeedReceiver {
     this.syncedAtWelcome = this.syncedCount;
     await clearStaging(db);
     this.ackedThrough = m.protocol >= 2;
+    this.socketAckedThrough = null;
   }
 
   /** A half-received unit is resent from the stored cursor on the next socket. */
   disconnected(): Promise<void> {
+    this.socketAckedThrough = null;
     return clearStaging(this.deps.db);
   }
 
@@ -58,6 +66,7 @@ export class FeedReceiver {
         await commitUnit(db, [], m.cursor, m.server_time);
         this.syncedCount++;
         if (m.acked_through === undefined) this.ackedThrough = false;
+        else this.socketAckedThrough = Math.max(this.socketAckedThrough ?? 0, m.acked_through);
         const settled = await settleAcked(db, this.syncedCount, m.acked_through ?? null);
         status.patch({ downloading: false, current: true, lastSyncedAt: m.server_time, pending: await pendingCount(db) });
         return events.emit('change', { reason: settled > 0 ? 'ack' : 'feed' });
@@ -70,9 +79,14 @@ export class FeedReceiver {
     return duplicate ? this.syncedAtWelcome + 1 : this.syncedCount + 2;
   }
 
-  /** After an answer: entries whose `synced` has already come settle now. */
-  async settleAnswered(): Promise<void> {
-    if (await settleAcked(this.deps.db, this.syncedCount)) this.deps.events.emit('change', { reason: 'ack' });
+  /**
+   * After an answer: entries whose `synced` has already come settle now. `sameClientId`: the
+   * install still has the client id the socket said hello with (a re-keyed outbox numbers its
+   * entries afresh, so the socket's `acked_through` says nothing of them).
+   */
+  async settleAnswered(sameClientId: boolean): Promise<void> {
+    const through = sameClientId ? this.socketAckedThrough : null;
+    if (await settleAcked(this.deps.db, this.syncedCount, through)) this.deps.events.emit('change', { reason: 'ack' });
   }
 
   /**

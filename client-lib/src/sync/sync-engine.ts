@@ -94,7 +94,7 @@ export class SyncEngine {
       events: this.events,
       ...(opts.backoff ? { backoff: opts.backoff } : {}),
       onAnswered: async () => {
-        await this.feed.settleAnswered();
+        await this.feed.settleAnswered(this.helloClientId !== null && this.helloClientId === (await clientIdOf(db)));
         await this.resolveWaiters();
       },
       // A socket said hello under the old id: a new one says it under the new id.
