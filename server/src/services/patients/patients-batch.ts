@@ -15,7 +15,7 @@ import type { Db } from '../../db/database.ts';
 import type { ClinicianContext } from '../../http/audit-context.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import type { BatchPlan } from '../batch-plan.ts';
-import { sealPatient } from './patient-codec.ts';
+import { createdFields, newPatientRows } from './new-patient.ts';
 
 export interface PatientCreateItem {
   readonly body: z.output<typeof patientCreateBody>;
@@ -51,30 +51,10 @@ export function createPatientsBatch(deps: { clock: Clock; phi: PhiCrypto }) {
         if (check && (takenPatients.has(id) || takenReferrals.has(referralId))) return null;
         takenPatients.add(id);
         takenReferrals.add(referralId);
-        patientRows.push({
-          id,
-          ownerId: ctx.actorUserId,
-          organizationId: ctx.organizationId,
-          ...sealPatient(phi, id, { first_name: body.first_name, last_name: body.last_name, email: body.email ?? null, phone: body.phone ?? null, address: body.address ?? null }),
-          createdAt: now,
-          updatedAt: now,
-        });
-        const r = body.referral ?? {};
-        referralRows.push({
-          id: referralId,
-          patientId: id,
-          ownerId: ctx.actorUserId,
-          organizationId: ctx.organizationId,
-          status: 'open',
-          discipline: r.discipline ?? null,
-          diagnosisCodes: r.diagnosis_codes ?? [],
-          referralSource: r.referral_source ?? null,
-          startOfCare: r.start_of_care ?? null,
-          orderedFrequency: r.ordered_frequency ?? null,
-          createdAt: now,
-          updatedAt: now,
-        });
-        const fields = Object.keys(body).filter((k) => body[k as keyof typeof body] != null);
+        const rows = newPatientRows(phi, ctx, { id, referralId }, body, now);
+        patientRows.push(rows.patient);
+        referralRows.push(rows.referral);
+        const fields = createdFields(body);
         audits.push({ action: 'create', resourceType: 'patient', resourceId: id, details: { fields, referral_uuid: referralId } });
         results.push({ uuid: id, referral_uuid: referralId });
       }

@@ -14,6 +14,7 @@ import type { AuditLog } from '../audit/audit-log.ts';
 import { localDate } from '@fieldchart/schema/rules';
 import { isUuid } from '../ids.ts';
 import { openPatient, sealPatient, type PatientPhi, type PatientRow, type ReferralRow } from './patient-codec.ts';
+import { createdFields, newPatientRows } from './new-patient.ts';
 import { countInt, lastVisitDatesOf, nextVisitsOf, openReferralsOf, ownedPatient, timeZoneOf, visitBriefOf, type VisitRow } from './patient-queries.ts';
 
 export const patientNotFound = () => new NotFound('Patient not found', 'patient_not_found');
@@ -77,43 +78,13 @@ export function createPatientRecords(deps: { db: Db; clock: Clock; phi: PhiCrypt
       body: CreateBody,
       ids: { uuid?: string | undefined; referral_uuid?: string | undefined } = {},
     ): Promise<{ uuid: string; referral_uuid: string }> {
-      const fields = Object.keys(body).filter((k) => body[k as keyof CreateBody] != null);
+      const fields = createdFields(body);
       const id = ids.uuid ?? randomUUID();
       const referralId = ids.referral_uuid ?? randomUUID();
       const entry = { action: 'create', resourceType: 'patient', resourceId: id, details: { fields, referral_uuid: referralId } } as const;
       const rows = (tx: Db, now: Date) => {
-        const phiValues: PatientPhi = {
-          first_name: body.first_name,
-          last_name: body.last_name,
-          email: body.email ?? null,
-          phone: body.phone ?? null,
-          address: body.address ?? null,
-        };
-        const r = body.referral ?? {};
-        return {
-          patient: tx.insert(patients).values({
-            id,
-            ownerId: ctx.actorUserId,
-            organizationId: ctx.organizationId,
-            ...sealPatient(phi, id, phiValues),
-            createdAt: now,
-            updatedAt: now,
-          }),
-          referral: tx.insert(patientReferrals).values({
-            id: referralId,
-            patientId: id,
-            ownerId: ctx.actorUserId,
-            organizationId: ctx.organizationId,
-            status: 'open',
-            discipline: r.discipline ?? null,
-            diagnosisCodes: r.diagnosis_codes ?? [],
-            referralSource: r.referral_source ?? null,
-            startOfCare: r.start_of_care ?? null,
-            orderedFrequency: r.ordered_frequency ?? null,
-            createdAt: now,
-            updatedAt: now,
-          }),
-        };
+        const r = newPatientRows(phi, ctx, { id, referralId }, body, now);
+        return { patient: tx.insert(patients).values(r.patient), referral: tx.insert(patientReferrals).values(r.referral) };
       };
       if (id === referralId || ids.uuid || ids.referral_uuid) {
         // Ids a device named itself are checked first, in a transaction with the inserts.
