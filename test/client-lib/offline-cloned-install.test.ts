@@ -107,4 +107,66 @@ forEachBackend('offline client: a cloned install re-keys itself', (backend) => {
       fs.rmSync(dirB, { recursive: true, force: true });
     }
   });
+
+  test('two installs with one copied data dir online together: the one taken over comes back, they part ids, each write once', async () => {
+    const user = await utcClinician(server);
+    const dirA = tempDataDir();
+    const dirB = tempDataDir();
+    try {
+      const first = await openClient(server.url, dirA);
+      await first.signIn({ email: user.email, password: user.password });
+      await first.sync.whenSynced(WAIT);
+      await first.close();
+      fs.cpSync(dirA, dirB, { recursive: true });
+
+      const a = await openClient(server.url, dirA);
+      await a.sync.whenSynced(WAIT);
+      const codesOfA: string[] = [];
+      a.sync.on('status', (s) => {
+        if (s.lastError && codesOfA.at(-1) !== s.lastError.code) codesOfA.push(s.lastError.code);
+      });
+      // The copy says hello under the same client id: the original's socket is taken over.
+      const b = await openClient(server.url, dirB);
+      const written = new Map<string, string>();
+      try {
+        await eventually(() => assert.ok(codesOfA.includes('superseded'), `the original was taken over (${codesOfA.join(', ')})`), WAIT);
+        for (const n of ['A1', 'A2']) written.set((await a.patients.create({ first_name: n, last_name: 'Together' })).uuid, n);
+        for (const n of ['B1', 'B2']) written.set((await b.patients.create({ first_name: n, last_name: 'Together' })).uuid, n);
+        await Promise.all([a.sync.whenSynced(WAIT), b.sync.whenSynced(WAIT)]);
+        assert.equal(a.sync.status.halted, null);
+        assert.equal(b.sync.status.halted, null);
+        const mine = await server.api('GET', '/patient/my-patients?per_page=100', { token: user.token });
+        const onServer = new Map((mine.body.data as Array<{ uuid: string; first_name: string }>).map((p) => [p.uuid, p.first_name]));
+        assert.deepEqual([...onServer].sort(), [...written].sort(), 'every write of both, once');
+        assert.deepEqual(await a.rejections.list(), []);
+        assert.deepEqual(await b.rejections.list(), []);
+        // And they go on: a later write of each arrives.
+        written.set((await a.patients.create({ first_name: 'A3', last_name: 'Together' })).uuid, 'A3');
+        written.set((await b.patients.create({ first_name: 'B3', last_name: 'Together' })).uuid, 'B3');
+        await Promise.all([a.sync.whenSynced(WAIT), b.sync.whenSynced(WAIT)]);
+        assert.equal(a.sync.status.connected && b.sync.status.connected, true, 'both connected');
+        await eventually(async () => {
+          assert.equal((await a.patients.list()).length, written.size);
+          assert.equal((await b.patients.list()).length, written.size);
+        }, WAIT);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+      const [idA, idB] = [await clientIdOf(dirA), await clientIdOf(dirB)];
+      assert.notEqual(idA, idB, 'the two installs parted ids');
+    } finally {
+      fs.rmSync(dirA, { recursive: true, force: true });
+      fs.rmSync(dirB, { recursive: true, force: true });
+    }
+  });
 });
+
+async function clientIdOf(dir: string): Promise<string | null> {
+  const db = await openLocalDb(dir);
+  try {
+    return await getMeta(db, 'client_id');
+  } finally {
+    await db.close();
+  }
+}

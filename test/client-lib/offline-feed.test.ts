@@ -126,23 +126,31 @@ test('hello carries the token (never the URL); 4401 refreshes over REST and reco
   }
 });
 
-test('4409 superseded: the client does not reconnect; 4403: it signs out', async () => {
+test('4409 superseded: the client comes back under a new client id; 4403: it signs out', async () => {
   peer.onHello = () => null;
   const a = await signedInClient(peer.url);
   await eventually(() => assert.ok(a.sync.status.connected));
   const sa = peer.open().at(-1);
+  const firstId = sa?.hello.client_id;
   const b = await signedInClient(peer.url);
   try {
     await eventually(() => assert.ok(b.sync.status.connected));
     const sb = peer.open().at(-1);
-    const hellos = peer.hellos.length;
+    const hellosOfB = () => peer.hellos.filter((h) => h.client_id === sb?.hello.client_id).length;
+    const before = hellosOfB();
     sa?.ws.close(4409, 'superseded');
     sb?.ws.close(4403, 'disabled');
-    await eventually(() => assert.equal(a.sync.status.halted, 'superseded'));
     await eventually(() => assert.equal(b.sync.status.halted, 'account_disabled'));
     assert.equal(b.sync.status.signedIn, false);
-    await new Promise((r) => setTimeout(r, 300));
-    assert.equal(peer.hellos.length, hellos, 'no reconnect');
+    // The taken-over install is not stopped: it comes back, then parts ids.
+    await eventually(() => assert.equal(a.sync.status.lastError?.code, 'superseded'));
+    assert.equal(a.sync.status.halted, null);
+    await eventually(() => {
+      const last = peer.hellos.at(-1);
+      assert.ok(last && last.client_id !== firstId && last.client_id !== sb?.hello.client_id, 'a hello under a new client id');
+      assert.ok(a.sync.status.connected);
+    }, { timeoutMs: 10_000 });
+    assert.equal(hellosOfB(), before, 'the disabled one does not reconnect');
   } finally {
     await a.close();
     await b.close();

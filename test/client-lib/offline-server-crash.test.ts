@@ -89,6 +89,7 @@ for (const backend of backends) {
     proxy.cut();
     await eventually(() => assert.equal(client?.sync.status.connected, false), WAIT);
     const created = new Map<string, string>();
+    const writing = Date.now();
     for (let i = 0; i < PATIENTS; i++) {
       const first = `Crash${i}`;
       const { uuid } = await client.patients.create({ first_name: first, last_name: 'Upload' });
@@ -104,6 +105,7 @@ for (const backend of backends) {
       }
     }
     const queued = client.sync.status.pending;
+    t.diagnostic(`${queued} writes queued offline in ${Date.now() - writing} ms`);
     assert.equal(queued, PATIENTS + STEPS.length + MILEAGE);
 
     // Online: the process dies as the first acknowledgements come in. Then once more, as the
@@ -125,9 +127,19 @@ for (const backend of backends) {
       const offStatus = client.sync.on('status', (s) => {
         if (round > 1 && s.connected) kill();
       });
+      const online = Date.now();
       if (round === 1) proxy.restore();
       else proxy.retarget(url2);
-      await eventually(() => assert.ok(killed), WAIT);
+      const trace: string[] = [];
+      const offTrace = client.sync.on('status', (s) => {
+        if (s.lastError) trace.push(`${Date.now() - online} ms ${s.lastError.code}: ${s.lastError.message}`);
+      });
+      // When no ack comes, what the device and the server were doing is the only clue.
+      await eventually(() => assert.ok(killed), WAIT).catch((err: unknown) => {
+        throw new Error(`${String(err)}\ndevice errors:\n${[...new Set(trace)].slice(-40).join('\n')}\nserver log:\n${server.stderr().slice(-6000)}`);
+      });
+      offTrace();
+      t.diagnostic(`kill ${round}: ${Date.now() - online} ms after the device could reach the server`);
       assert.equal((await server.exited).signal, 'SIGKILL');
       // Acks already in the socket's buffers may still be read after the kill.
       await eventually(() => assert.equal(client?.sync.status.connected, false), WAIT);

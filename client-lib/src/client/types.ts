@@ -161,7 +161,7 @@ export interface FieldchartClient {
      * the server sent (the device is current). Against a server that speaks sync protocol 2,
      * also the feed has brought the server's rows of every acknowledged write: a local read
      * then equals the server's row (no optimistic copy is left). Waits through being offline;
-     * rejects when the client stops (sign-out, superseded, close) or after `timeoutMs`.
+     * rejects when the client stops (sign-out, close) or after `timeoutMs`.
      */
     whenSynced(options?: { timeoutMs?: number }): Promise<void>;
     /** Drops the socket and reconnects (with backoff). */

@@ -32,6 +32,9 @@ export type { SyncEvents } from './events.ts';
  */
 export const HTTP_FALLBACK_AFTER = 2;
 
+/** The least pause before a socket taken over by another install (4409) comes back. */
+export const SUPERSEDED_PAUSE_MS = 1_000;
+
 export interface SyncEngineOptions {
   readonly db: LocalDb;
   readonly baseUrl: string;
@@ -64,6 +67,8 @@ export class SyncEngine {
   private failedOpens = 0;
   /** Handshakes in a row that ran out of time: the next one is given longer. */
   private timedOutHandshakes = 0;
+  /** The last socket was taken over by another install with this client id (4409). */
+  private superseded = false;
   /** Incoming messages and closes, handled strictly in order. */
   private queue: Promise<void> = Promise.resolve();
   private reconnectTimer: ReturnType<typeof setTimeout> | null = null;
@@ -303,6 +308,13 @@ export class SyncEngine {
         this.state.fail('account_disabled', reason || 'the account is disabled');
         return this.endSession('account_disabled');
       case CLOSE_CODES.superseded:
+        // Another install says hello with this client id (a copied data dir: a restored
+        // backup, a cloned phone; the same install's own new socket never reaches here, its
+        // old one is no longer `this.conn`). Come back after a pause and part ids: the next
+        // welcome re-keys once what the server may have processed is answered.
+        this.state.fail('superseded', reason || 'another install connected with this client id');
+        this.superseded = true;
+        return this.scheduleReconnect(SUPERSEDED_PAUSE_MS);
       case CLOSE_CODES.protocol_unsupported:
         this.state.fail(name ?? String(code), reason || `closed with ${code}`);
         return this.halt(name ?? String(code));
@@ -376,7 +388,8 @@ export class SyncEngine {
     this.events.emit('change', { reason: 'feed' });
     const carrier = socketCarrier(conn, (duplicate) => this.feed.settleAfter(duplicate));
     this.welcomed = carrier;
-    this.uploader.attach(carrier, m.last_mutation_id);
+    this.uploader.attach(carrier, m.last_mutation_id, { rekey: this.superseded });
+    this.superseded = false;
     void this.drafts.onConnected().catch((err: unknown) => this.state.fail('draft', String(err)));
   }
 

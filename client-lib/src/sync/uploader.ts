@@ -84,6 +84,12 @@ export class Uploader {
   private probeThrough = 0;
   /** Entries answered `conflict`, while the answers of the others in flight are awaited. */
   private readonly conflicted = new Set<number>();
+  /**
+   * Re-key once the server has answered every id it may have processed (the socket's probe):
+   * another install took this client id's socket (4409), so the two must part ids before
+   * anything newer is sent under the shared one.
+   */
+  private rekeyWhenProbed = false;
   private pumping = false;
   private pumpAgain = false;
   private pausedUntil = 0;
@@ -94,11 +100,15 @@ export class Uploader {
     this.backoff = new Backoff(opts.backoff);
   }
 
-  /** Uploads through `carrier` from now on; `processedThrough`: the server's last processed id, if known. */
-  attach(carrier: Carrier, processedThrough = 0): void {
+  /**
+   * Uploads through `carrier` from now on; `processedThrough`: the server's last processed id,
+   * if known. `rekey`: take a new client id as soon as those are answered (a superseded socket).
+   */
+  attach(carrier: Carrier, processedThrough = 0, options: { rekey?: boolean } = {}): void {
     this.reset();
     this.carrier = carrier;
     this.probeThrough = processedThrough;
+    this.rekeyWhenProbed = options.rekey === true;
     void this.pump();
   }
 
@@ -197,12 +207,16 @@ export class Uploader {
     if (!carrier || this.conflicted.size > 0 || Date.now() < this.pausedUntil) return;
     const room = MAX_IN_FLIGHT - this.inflight.size;
     if (room <= 0) return;
+    if (this.rekeyWhenProbed && this.probeThrough === 0 && this.inflight.size === 0) return this.rekey('superseded');
     let entries = await pendingEntries(this.opts.db, this.lastSentId, room);
     if (this.probeThrough > 0) {
       const probe = this.probeThrough;
       if (entries[0] && entries[0].mutation_id <= probe) entries = entries.filter((e) => e.mutation_id <= probe);
       else if ([...this.inflight].some((id) => id <= probe)) return;
-      else this.probeThrough = 0;
+      else {
+        this.probeThrough = 0;
+        if (this.rekeyWhenProbed) return this.rekey('superseded');
+      }
     }
     const batch: OutgoingMutation[] = [];
     let bytes = 0;
@@ -253,12 +267,20 @@ export class Uploader {
     if (first) this.lastSentId = Math.min(this.lastSentId, first.mutation_id - 1);
   }
 
-  /** Another install holds this client id: a new one, the unanswered entries renumbered under it. */
-  private async rekey(): Promise<void> {
+  /**
+   * Another install holds this client id (it answered `conflict`, or took the socket): a new
+   * id, the unanswered entries renumbered under it.
+   */
+  private async rekey(why: 'client_id_reused' | 'superseded' = 'client_id_reused'): Promise<void> {
     this.carrier = null;
     this.reset();
     const { renumbered } = await rekeyOutbox(this.opts.db);
-    this.opts.status.fail('client_id_reused', `another install used this device's client id: ${renumbered} write(s) go again under a new one`);
+    this.opts.status.fail(
+      'client_id_reused',
+      why === 'superseded'
+        ? `another install connected with this device's client id: a new one taken, ${renumbered} write(s) go under it`
+        : `another install used this device's client id: ${renumbered} write(s) go again under a new one`,
+    );
     this.opts.onRekeyed();
   }
 
@@ -274,6 +296,7 @@ export class Uploader {
   }
 
   private reset(): void {
+    this.rekeyWhenProbed = false;
     this.inflight.clear();
     this.conflicted.clear();
     this.lastSentId = 0;
