@@ -40,6 +40,14 @@ const HELLO_TIMEOUT_MS = 10_000;
 const MAX_WAITING_FRAMES = 500;
 /** Bytes queued towards a device before it counts as not reading. */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+/**
+ * While the device uploads, feed runs wait this long after its latest mutation batch: a
+ * backlog of 10k comes in a hundred batches, and one run after the burst sends the same rows
+ * as a run after each batch, without re-reading the growing scope a hundred times.
+ */
+const FEED_COALESCE_MS = 15;
+/** …but never longer than this, so other writers' changes still reach an uploading device. */
+const FEED_MAX_DEFER_MS = 500;
 
 const isDraftFrame = (f: Frame) => f.type === 'doc_open' || f.type === 'doc' || f.type === 'doc_close';
 
@@ -62,6 +70,12 @@ export class SyncConnection implements DraftPeer, HeldConnection {
   }
   private feedRunning = false;
   private feedAgain = false;
+  /** A mutation batch is being applied (its own pokes arrive meanwhile). */
+  private applying = false;
+  private lastBatchAt = 0;
+  /** A feed run is owed and waits for the upload burst to pause (FEED_COALESCE_MS). */
+  private feedTimer: NodeJS.Timeout | null = null;
+  private feedOwedSince = 0;
   /**
    * Set when a mutation was answered `retry`: the frames behind it are already on the wire,
    * and applying them would move last_mutation_id past the one the device will resend. They
@@ -144,6 +158,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     this.queue.stop();
     if (this.helloTimer) clearTimeout(this.helloTimer);
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    if (this.feedTimer) clearTimeout(this.feedTimer);
     this.host.detach(this);
   }
 
@@ -261,6 +276,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
   /** Poke, then pull: runs the feed now, or once more after the run in progress. */
   requestFeed(): void {
     if (this.state !== 'open') return;
+    if (this.deferFeed()) return;
     if (this.feedRunning) {
       this.feedAgain = true;
       return;
@@ -281,7 +297,26 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     })();
   }
 
+  /** During an upload burst: owe the run, and make it once the burst pauses (or at the bound). */
+  private deferFeed(): boolean {
+    const now = Date.now();
+    const uploading = this.applying || this.queue.depth > 0 || now - this.lastBatchAt < FEED_COALESCE_MS;
+    if (!uploading) return false;
+    if (this.feedOwedSince === 0) this.feedOwedSince = now;
+    if (now - this.feedOwedSince >= FEED_MAX_DEFER_MS) return false;
+    if (this.feedTimer === null) {
+      this.feedTimer = setTimeout(() => {
+        this.feedTimer = null;
+        this.requestFeed();
+      }, FEED_COALESCE_MS);
+    }
+    return true;
+  }
+
   private async runFeed(): Promise<void> {
+    this.feedOwedSince = 0;
+    if (this.feedTimer !== null) clearTimeout(this.feedTimer);
+    this.feedTimer = null;
     // Protocol 2: the device learns which of its mutations this snapshot reflects.
     const result = await this.host.hooks.feed(this.userId, this.cursor, this.host.now(), {
       timeZone: this.timeZone,
@@ -325,6 +360,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
       batch = batch.slice(resent);
     }
     let outcome;
+    this.applying = true;
     try {
       outcome = await this.host.hooks.applyMutations(this.device(), batch);
     } catch (err) {
@@ -333,6 +369,9 @@ export class SyncConnection implements DraftPeer, HeldConnection {
       for (const m of batch) this.send({ type: 'retry', mutation_id: m.mutation_id, after_ms: after });
       this.retryingFrom = Math.min(...batch.map((m) => m.mutation_id));
       return;
+    } finally {
+      this.applying = false;
+      this.lastBatchAt = Date.now();
     }
     if (outcome.kind === 'session') return this.refuse(refusalOfSession(outcome.state) ?? 'session_revoked');
     this.retryingFrom = outcome.retryFrom;
