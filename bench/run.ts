@@ -4,16 +4,21 @@
  * Extra arguments filter scripts by substring: `npm run bench -- auth`; arguments starting
  * with `--` (e.g. `--quick`, CI-sized runs of the sync benches) are passed to every script
  * instead. Each script prints its table and, as its last line, a JSON result.
+ * `--table` (not passed on) also rewrites the performance table of bench/README.md from those
+ * JSON lines (bench/support/perf-table.ts): `npm run bench -- --table` regenerates it.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { performanceTable, withTable } from './support/perf-table.ts';
 
 const dir = path.dirname(fileURLToPath(import.meta.url));
 const self = path.basename(fileURLToPath(import.meta.url));
 const filters = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const flags = process.argv.slice(2).filter((a) => a.startsWith('--'));
+const flags = process.argv.slice(2).filter((a) => a.startsWith('--') && a !== '--table');
+const writeTable = process.argv.includes('--table');
 /** A script that runs longer than this is stopped: benchmarks are bounded. */
 const SCRIPT_TIMEOUT_MS = 5 * 60_000;
 
@@ -28,10 +33,23 @@ if (scripts.length === 0) {
 }
 
 let failures = 0;
+const results: Record<string, unknown>[] = [];
 for (const script of scripts) {
   console.error(`\n== ${script}`);
+  let lastLine = '';
   const code = await new Promise<number>((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(dir, script), ...flags], { stdio: 'inherit' });
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(dir, script), ...flags], { stdio: ['inherit', 'pipe', 'inherit'] });
+    let pending = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      process.stdout.write(chunk);
+      pending += chunk;
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) if (line.trim()) lastLine = line;
+    });
+    child.stdout.on('end', () => {
+      if (pending.trim()) lastLine = pending;
+    });
     const timer = setTimeout(() => {
       console.error(`${script} ran past ${SCRIPT_TIMEOUT_MS / 1000} s; stopping it`);
       child.kill('SIGTERM');
@@ -45,5 +63,17 @@ for (const script of scripts) {
     failures++;
     console.error(`${script} failed (exit ${code})`);
   }
+  try {
+    const parsed: unknown = JSON.parse(lastLine);
+    if (parsed && typeof parsed === 'object') results.push(parsed as Record<string, unknown>);
+  } catch {
+    console.error(`${script}: its last line is not a JSON result; left out of the table`);
+  }
+}
+if (writeTable) {
+  const readme = path.join(dir, 'README.md');
+  const machine = `${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}, load average ${(os.loadavg()[0] ?? 0).toFixed(2)} at the end, ${new Date().toISOString().slice(0, 10)}${flags.length > 0 ? `, flags ${flags.join(' ')}` : ''}`;
+  fs.writeFileSync(readme, withTable(fs.readFileSync(readme, 'utf8'), performanceTable(results, machine)));
+  console.error(`\nbench/README.md: performance table rewritten (${results.length} benches)`);
 }
 process.exit(failures === 0 ? 0 : 1);

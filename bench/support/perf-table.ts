@@ -1,0 +1,151 @@
+/**
+ * The performance table of bench/README.md: every bench's figures beside the baseline it
+ * measured in the same run, and the ratio, read from the JSON line each bench prints last.
+ * `npm run bench -- --table` runs the benches and rewrites the table between its markers.
+ */
+
+/** One figure of one bench: what was measured, against which baseline of the same run. */
+export interface Figure {
+  readonly bench: string;
+  readonly backend: string;
+  readonly measure: string;
+  readonly figure: string;
+  readonly baseline: string;
+  /** figure ÷ baseline as the bench states it (× of time or of throughput, said in `ratioOf`). */
+  readonly ratio: string;
+}
+
+type Json = Record<string, unknown>;
+
+const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : Number.NaN);
+const fmt = (n: number, digits = 1): string => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '—');
+const x = (n: number): string => (Number.isFinite(n) ? `${n.toFixed(2)}×` : '—');
+const ms = (n: number): string => `${fmt(n, n < 10 ? 2 : 1)} ms`;
+const list = (v: unknown): Json[] => (Array.isArray(v) ? (v as Json[]) : []);
+const str = (v: unknown, fallback = '—'): string => (typeof v === 'string' ? v : fallback);
+
+/** The rows of one bench's JSON result; an unknown bench gives one row saying so. */
+export function figuresOf(result: Json): Figure[] {
+  const bench = str(result.bench, 'unknown');
+  const backend = str(result.backend, '—');
+  const row = (measure: string, figure: string, baseline: string, ratio: string): Figure => ({ bench, backend, measure, figure, baseline, ratio });
+  switch (bench) {
+    case 'auth-throughput':
+    case 'visits-throughput': {
+      // The first row is the bare route of the same server: the baseline of every other.
+      const [bare, ...rest] = list(result.results);
+      if (!bare) return [];
+      return rest.map((r) =>
+        row(`${str(r.name)} req/s (p99)`, `${fmt(num(r.reqPerSec))} (${ms(num(r.p99Ms))})`, `bare route ${fmt(num(bare.reqPerSec))} (${ms(num(bare.p99Ms))})`, `${x(num(r.reqPerSecRatioToBare))} req/s`),
+      );
+    }
+    case 'rest-floor':
+      return list(result.results).map((r) => {
+        const floor = (r.floor ?? {}) as Json;
+        const project = (r.project ?? {}) as Json;
+        return row(
+          `${str(r.endpoint)} req/s (p99)`,
+          `${fmt(num(project.reqPerSec))} (${ms(num(project.p99Ms))})`,
+          `raw floor ${fmt(num(floor.reqPerSec))} (${ms(num(floor.p99Ms))})`,
+          `${x(num(r.ratio))} req/s, ${x(num(r.p99Ratio))} p99`,
+        );
+      });
+    case 'sync-reconcile': {
+      const results = list(result.results);
+      const floorOf = (n: unknown) => results.find((r) => r.mutations === n && r.path === 'batched insert');
+      return results
+        .filter((r) => r.path !== 'batched insert')
+        .map((r) => {
+          const floor = floorOf(r.mutations);
+          return row(
+            `${fmt(num(r.mutations), 0)} queued mutations, ${str(r.path)} (mutations/s)`,
+            `${ms(num(r.ms))} (${fmt(num(r.mutationsPerSec), 0)}/s)`,
+            floor ? `one batched insert ${ms(num(floor.ms))}` : '—',
+            `${x(num(r.timeRatioToBatchedInsert))} time`,
+          );
+        });
+    }
+    case 'sync-propagation': {
+      const results = list(result.results);
+      const floor = results.find((r) => r.path === 'floor');
+      const write = results.find((r) => r.path === 'write→device');
+      const ratios = (result.writeToDeviceVsFloor ?? {}) as Json;
+      if (!floor || !write) return [];
+      return [
+        row(
+          `write → device p50 / p99, ${fmt(num(result.idleDevices), 0)} idle devices`,
+          `${ms(num(write.p50Ms))} / ${ms(num(write.p99Ms))}`,
+          `NOTIFY + PK read + ws send ${ms(num(floor.p50Ms))} / ${ms(num(floor.p99Ms))}`,
+          `${x(num(ratios.p50))} p50, ${x(num(ratios.p99))} p99`,
+        ),
+      ];
+    }
+    case 'sync-initial':
+      return list(result.results)
+        .filter((r) => r.path !== 'select')
+        .map((r) => row(`${str(r.dataSet)} data set, ${str(r.path)} (${fmt(num(r.rows), 0)} rows)`, ms(num(r.ms)), 'plain select of the same rows', `${x(num(r.ratioToSelect))} time`));
+    case 'sync-drafts':
+      return list(result.results).map((r) =>
+        row(`draft keystroke → other devices, ${str(r.server)} p50 / p99`, `${ms(num(r.p50Ms))} / ${ms(num(r.p99Ms))}`, 'Hocuspocus, same run', `${x(num(r.p50RatioToHocuspocus))} p50, ${x(num(r.p99RatioToHocuspocus))} p99`),
+      );
+    case 'ai-pipeline': {
+      const raw = (result.raw_start_ms ?? {}) as Json;
+      const app = (result.app_start_ms ?? {}) as Json;
+      return [row('audio accepted → job started p50', ms(num(app.p50)), `raw add_job → pickup ${ms(num(raw.p50))}`, x(num(result.start_ratio_p50)))];
+    }
+    case 'audio-upload': {
+      const rows = list(result.rows);
+      const copy = rows.find((r) => r.name === 'copy');
+      return rows
+        .filter((r) => r.name !== 'copy')
+        .map((r) => row(`${str(r.name)} ${fmt(num(result.fileMb), 0)} MB (MB/s)`, `${ms(num(r.bestMs))} (${fmt(num(r.mbPerSec))})`, copy ? `file copy ${ms(num(copy.bestMs))}` : '—', `${x(num(r.ratioToCopy))} throughput`));
+    }
+    case 'audit-chain':
+      return list(result.results).map((r) => ({
+        bench,
+        backend: str(r.backend),
+        measure: 'audited write p50 (hash chain on)',
+        figure: ms(num(r.chainedMedianMs)),
+        baseline: `chain trigger off ${ms(num(r.plainMedianMs))}`,
+        ratio: `${x(num(r.medianRatio))} time`,
+      }));
+    case 'route-solver': {
+      const exact = (result.heldKarp12Ms ?? {}) as Json;
+      const brute = (result.bruteForce9Ms ?? {}) as Json;
+      return [row('exact route of 12 stops (median)', ms(num(exact.median)), `brute force, 9 stops ${ms(num(brute.median))}`, `${x(num(result.ratioBrute9ToHeldKarp12))} faster`)];
+    }
+    case 'ai-structurer':
+      return list(result.rows).map((r) => row(`${str(r.name)} p50`, ms(num(r.p50_ms)), 'none (absolute; aim < 1 s per note)', '—'));
+    default: {
+      // A bench that follows the generic shape (results with a ratio) still lands in the table.
+      const results = list(result.results).filter((r) => typeof r.ratio === 'number');
+      if (results.length > 0) return results.map((r) => row(str(r.name ?? r.path ?? r.endpoint, 'result'), '—', '—', x(num(r.ratio))));
+      return [row('(no table rows for this bench yet)', '—', '—', '—')];
+    }
+  }
+}
+
+/** The markdown table of every bench's figures, with the machine it ran on. */
+export function performanceTable(results: readonly Json[], machine: string): string {
+  const rows = results.flatMap(figuresOf);
+  const esc = (s: string) => s.replace(/\|/g, '\\|');
+  return [
+    `Regenerated by \`npm run bench -- --table\` (${machine}). Each ratio compares two figures measured in the same run.`,
+    '',
+    '| bench | backend | measure | figure | baseline (same run) | ratio |',
+    '|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${[r.bench, r.backend, r.measure, r.figure, r.baseline, r.ratio].map(esc).join(' | ')} |`),
+  ].join('\n');
+}
+
+export const TABLE_START = '<!-- performance-table:start -->';
+export const TABLE_END = '<!-- performance-table:end -->';
+
+/** `readme` with the block between the markers replaced (appended with its markers if absent). */
+export function withTable(readme: string, table: string): string {
+  const block = `${TABLE_START}\n${table}\n${TABLE_END}`;
+  const start = readme.indexOf(TABLE_START);
+  const end = readme.indexOf(TABLE_END);
+  if (start === -1 || end === -1 || end < start) return `${readme.trimEnd()}\n\n## The performance table\n\n${block}\n`;
+  return `${readme.slice(0, start)}${block}${readme.slice(end + TABLE_END.length)}`;
+}
