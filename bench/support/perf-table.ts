@@ -19,7 +19,7 @@ type Json = Record<string, unknown>;
 
 const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : Number.NaN);
 const fmt = (n: number, digits = 1): string => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '—');
-const x = (n: number): string => (Number.isFinite(n) ? `${n.toFixed(2)}×` : '—');
+const x = (n: number): string => (Number.isFinite(n) ? `${n !== 0 && Math.abs(n) < 0.1 ? n.toPrecision(2) : n.toFixed(2)}×` : '—');
 const ms = (n: number): string => `${fmt(n, n < 10 ? 2 : 1)} ms`;
 const list = (v: unknown): Json[] => (Array.isArray(v) ? (v as Json[]) : []);
 const str = (v: unknown, fallback = '—'): string => (typeof v === 'string' ? v : fallback);
