@@ -91,7 +91,7 @@ function appLock(tarball: string, clientManifest: { version: string; dependencie
 }
 
 /** Uses the public API the way an app would; the `@ts-expect-error` lines fail the check if the declarations went `any`. */
-const APP_TS = `import { createFieldchartClient, createRestClient, ENDPOINTS, localDate, NotSignedInError, type FieldchartClient, type SyncStatus, type Visit } from '@fieldchart/client';
+const APP_TS = `import { createFieldchartClient, createRestClient, ENDPOINTS, localDate, NotSignedInError, StorageError, type FieldchartClient, type PgliteAssets, type SyncStatus, type Visit } from '@fieldchart/client';
 
 export async function open(dataDir: string): Promise<FieldchartClient> {
   const client = await createFieldchartClient({ baseUrl: 'https://api.fieldchart.example', dataDir, backoff: { initialMs: 100 } });
@@ -114,6 +114,8 @@ export const today: string = localDate(new Date(), 'America/Chicago');
 export const rest = createRestClient({ baseUrl: 'https://api.fieldchart.example' });
 export const parsed = ENDPOINTS.signIn.response.safeParse({});
 export const notSignedIn: Error = new NotSignedInError();
+export const isFull = (err: unknown): boolean => err instanceof StorageError && err.code === 'storage_full';
+export const assets: PgliteAssets = { fsBundle: new Blob([]) };
 `;
 
 /** Plain ESM, no loader: what \`node main.mjs\` in the app runs. */

@@ -7,8 +7,27 @@ import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import { MIGRATIONS } from './local-schema.ts';
 import { StorageError, storageErrorOf } from './storage-errors.ts';
 
+/**
+ * A PGlite file system (an instance of one of PGlite's `Filesystem` classes), handed to PGlite
+ * as it is. Named by its shape, not by PGlite's type: PGlite's declarations need Node's and
+ * Emscripten's types, which a browser app type-checking its libraries may not have.
+ */
+export interface PgliteFilesystem {
+  initialSyncFs(): Promise<void>;
+  syncToFs(relaxedDurability?: boolean): Promise<void>;
+  closeFs(): Promise<void>;
+}
+
 /** What an app may hand PGlite: its own copies of the WASM and data assets, or its own file system. */
-export type PgliteAssets = Pick<PGliteOptions, 'pgliteWasmModule' | 'initdbWasmModule' | 'fsBundle' | 'fs'>;
+export interface PgliteAssets {
+  /** `pglite.wasm`, compiled (`WebAssembly.compileStreaming(fetch(url))`). */
+  readonly pgliteWasmModule?: WebAssembly.Module;
+  /** `initdb.wasm`, compiled. */
+  readonly initdbWasmModule?: WebAssembly.Module;
+  /** The contents of `pglite.data`. */
+  readonly fsBundle?: Blob;
+  readonly fs?: PgliteFilesystem;
+}
 
 export interface OpenLocalDbOptions {
   readonly pglite?: PgliteAssets;
@@ -76,7 +95,8 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
 }
 
 async function openPglite(dataDir: string, options: OpenLocalDbOptions): Promise<PGlite> {
-  const opening = PGlite.create(dataDir, { ...options.pglite });
+  // PgliteAssets is PGlite's options by shape (see PgliteFilesystem).
+  const opening = PGlite.create(dataDir, { ...options.pglite } as PGliteOptions);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeoutMs = options.openTimeoutMs ?? DEFAULT_OPEN_TIMEOUT_MS;
   const deadline = new Promise<never>((_, reject) => {
