@@ -26,6 +26,8 @@ export { InvalidWriteError, LocalNotFoundError, NotSignedInError, OutboxNotEmpty
 export type { DayPlan, PlanDayOptions } from './model/plan-day.ts';
 export type { DeviceNotification, Patient, Visit } from './model/views.ts';
 export type { Failure, Rejection } from './storage/outbox.ts';
+export { StorageError, type StorageErrorCode } from './storage/storage-errors.ts';
+export type { PgliteAssets, PgliteFilesystem } from './storage/local-db.ts';
 export type { SyncError, SyncStatus } from './sync/status.ts';
 export type { SyncEvents } from './sync/events.ts';
 export type { BackoffOptions } from './sync/backoff.ts';

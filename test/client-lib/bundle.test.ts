@@ -9,30 +9,14 @@ import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { build, type Metafile, type Plugin } from 'esbuild';
+import { build, type Metafile } from 'esbuild';
+import { PGLITE, pgliteNodeOnly } from '../helpers/pglite-node-stub.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 const NODE_BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 /** Packages that would mean the server side (or Node-only code) leaked in. */
 const SERVER_PACKAGES = ['drizzle-orm', 'pg', 'postgres', 'argon2', 'fastify', 'graphile-worker', 'nodemailer', 'jose', 'ws'];
-
-const PGLITE = 'node_modules/@electric-sql/pglite/';
-
-/**
- * PGlite's Emscripten glue loads `node:*` modules only when it runs under Node
- * (`ENVIRONMENT_IS_NODE`); its package.json `browser` field disables the bare names (`fs`,
- * `module`…) but cannot name the `node:` ones, which every browser bundler must stub the same
- * way (Vite does it by itself). The stub applies to PGlite's files only: a `node:` import
- * anywhere else still fails the build.
- */
-const pgliteNodeOnly: Plugin = {
-  name: 'pglite-node-only',
-  setup(b) {
-    b.onResolve({ filter: /^node:/ }, (args) => (args.importer.includes(PGLITE) ? { path: args.path, namespace: 'pglite-node-only' } : undefined));
-    b.onLoad({ filter: /.*/, namespace: 'pglite-node-only' }, () => ({ contents: 'export {}' }));
-  },
-};
 
 /** The bundle's text without PGlite's modules (esbuild heads each module with a `// path` line). */
 function withoutPglite(text: string): string {

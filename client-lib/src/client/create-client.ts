@@ -61,8 +61,14 @@ export { localDate };
 export async function createFieldchartClient(options: FieldchartClientOptions): Promise<FieldchartClient> {
   const WebSocketImpl = options.WebSocket ?? PlatformWebSocket;
   if (!WebSocketImpl) throw new TypeError('This platform has no WebSocket: pass one as the `WebSocket` option');
-  const db = await openLocalDb(options.dataDir);
-  const engine = new SyncEngine({
+  let engine: SyncEngine | null = null;
+  const db = await openLocalDb(options.dataDir, {
+    // A full storage is state the app can show, whoever met it.
+    onStorageError: (err) => engine?.state.fail(err.code, err.message),
+    ...(options.pglite ? { pglite: options.pglite } : {}),
+    ...(options.storageOpenTimeoutMs !== undefined ? { openTimeoutMs: options.storageOpenTimeoutMs } : {}),
+  });
+  engine = new SyncEngine({
     db,
     baseUrl: options.baseUrl,
     url: options.syncUrl ?? syncUrlOf(options.baseUrl),

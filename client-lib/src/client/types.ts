@@ -3,6 +3,7 @@ import type * as Y from 'yjs';
 import type { MutationArgs } from '@fieldchart/schema/sync';
 import type { FetchLike, RestClient, SignInBody, SignInResult } from '../rest/index.ts';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
+import type { PgliteAssets } from '../storage/local-db.ts';
 import type { DeviceNotification, Patient, Visit } from '../model/views.ts';
 import type { DayPlan, PlanDayOptions } from '../model/plan-day.ts';
 import type { Failure, Rejection } from '../storage/outbox.ts';
@@ -20,6 +21,18 @@ export interface FieldchartClientOptions {
    * (Node), or `idb://<name>` (IndexedDB, browsers).
    */
   readonly dataDir: string;
+  /**
+   * PGlite's own options, for an app that serves PGlite's assets itself (the compiled
+   * `pgliteWasmModule` and `initdbWasmModule`, the `fsBundle` blob of `pglite.data`) instead of
+   * letting PGlite fetch them beside its code, or that brings its own file system (`fs`).
+   */
+  readonly pglite?: PgliteAssets;
+  /**
+   * How long opening the device database may take before `createFieldchartClient` rejects with
+   * a {@link StorageError} `storage_blocked` (an IndexedDB another tab holds open at an older
+   * version never opens). Default 60 000 ms; the first open also creates the database.
+   */
+  readonly storageOpenTimeoutMs?: number;
   /** A WebSocket implementation; defaults to the platform's (`ws` in Node, the global elsewhere). */
   readonly WebSocket?: WebSocketConstructor;
   /** Overrides the sync socket URL derived from `baseUrl`. */

@@ -18,6 +18,7 @@ import { SOAP_SECTIONS, type SoapSection } from '@fieldchart/schema/rules';
 import type { ClientMessage } from '@fieldchart/schema/sync';
 import type { LocalDb } from '../storage/local-db.ts';
 import { appendDraftUpdate, confirmDraft, draftSeqs, hasDraft, loadDraftUpdates, unconfirmedDrafts } from '../storage/draft-store.ts';
+import { failureCode } from '../storage/storage-errors.ts';
 
 /** The sections of a SOAP draft, each a `Y.Text` of that name. */
 export { SOAP_SECTIONS, type SoapSection };
@@ -278,7 +279,7 @@ export class DraftSync {
           const seq = await appendDraftUpdate(this.deps.db, name, update, local);
           if (local) entry.localSeq = seq;
         })
-        .catch((err: unknown) => this.deps.onError('storage', `draft ${name}: ${err instanceof Error ? err.message : String(err)}`));
+        .catch((err: unknown) => this.deps.onError(failureCode(err, 'storage'), `draft ${name}: ${err instanceof Error ? err.message : String(err)}`));
       if (local && entry.serverOpen) {
         const enc = encoding.createEncoder();
         syncProtocol.writeUpdate(enc, update);

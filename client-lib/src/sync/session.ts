@@ -9,6 +9,7 @@
  * alike when someone signs in and when the server names the user in `welcome`.
  */
 import { createRestClient, FieldchartApiError, newIdempotencyKey, type FetchLike, type RestClient } from '../rest/index.ts';
+import { failureCode } from '../storage/storage-errors.ts';
 import { clearDrafts, unconfirmedDrafts } from '../storage/draft-store.ts';
 import { clearFeed } from '../storage/feed-store.ts';
 import type { LocalDb, Queryable } from '../storage/local-db.ts';
@@ -159,7 +160,7 @@ export class Session {
         this.opts.status.fail('unauthorized', `the session is over (${err.code}): sign in again`);
         await this.opts.onEnded('unauthorized');
       } else {
-        this.opts.status.fail('refresh_failed', err instanceof Error ? err.message : String(err));
+        this.opts.status.fail(failureCode(err, 'refresh_failed'), err instanceof Error ? err.message : String(err));
       }
       throw err;
     }

@@ -5,7 +5,7 @@
 
 /** A failure the client met in the background; it is state, never an unhandled rejection. */
 export interface SyncError {
-  /** Snake_case reason: a close-code name (`unauthorized`, `superseded`…), `network`, `refresh_failed`, `bad_message`, `other_user_outbox`, `retry`… */
+  /** Snake_case reason: a close-code name (`unauthorized`, `superseded`…), `network`, `refresh_failed`, `bad_message`, `other_user_outbox`, `retry`, `storage_full` (the device storage: see StorageError)… */
   readonly code: string;
   readonly message: string;
   /** Device time, ISO 8601. */

@@ -8,6 +8,7 @@
  * background failure becomes status, never an unhandled rejection.
  */
 import { CLOSE_CODES, PROTOCOL_VERSION, closeCodeName, type ClientMessage, type ServerMessage } from '@fieldchart/schema/sync';
+import { failureCode } from '../storage/storage-errors.ts';
 import type { FetchLike, RestClient } from '../rest/index.ts';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
 import type { LocalDb } from '../storage/local-db.ts';
@@ -149,7 +150,14 @@ export class SyncEngine {
 
   /** A local write was made: show it and upload it. */
   async written(): Promise<void> {
-    this.state.patch({ pending: await pendingCount(this.opts.db), failed: await failureCount(this.opts.db) });
+    try {
+      this.state.patch({ pending: await pendingCount(this.opts.db), failed: await failureCount(this.opts.db) });
+    } catch (err) {
+      // The write is made; a count that cannot be read now (a full storage) is state, not its
+      // failure. One more is pending at least, so `whenSynced` does not answer early.
+      this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
+      this.state.patch({ pending: this.state.value.pending + 1 });
+    }
     this.events.emit('change', { reason: 'write' });
     void this.uploader.pump();
   }
@@ -281,7 +289,7 @@ export class SyncEngine {
 
   private enqueue(fn: () => Promise<void>): void {
     this.queue = this.queue.then(fn).catch((err: unknown) => {
-      this.state.fail('internal', err instanceof Error ? err.message : String(err));
+      this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
       // A failure half way through a message leaves the socket's state unknown: start over.
       this.conn?.close(CLOSE_CODES.client_reconnect, 'client error');
     });
@@ -390,7 +398,7 @@ export class SyncEngine {
     this.welcomed = carrier;
     this.uploader.attach(carrier, m.last_mutation_id, { rekey: this.superseded });
     this.superseded = false;
-    void this.drafts.onConnected().catch((err: unknown) => this.state.fail('draft', String(err)));
+    void this.drafts.onConnected().catch((err: unknown) => this.state.fail(failureCode(err, 'draft'), String(err)));
   }
 
   // ——— waiting for the device to be synced ———

@@ -14,6 +14,7 @@
  *   the server answers again on the next one.
  */
 import type { MutationName, ServerMessage } from '@fieldchart/schema/sync';
+import { failureCode } from '../storage/storage-errors.ts';
 import type { LocalDb } from '../storage/local-db.ts';
 import {
   ackEntry,
@@ -137,7 +138,9 @@ export class Uploader {
         await this.pumpOnce();
       } while (this.pumpAgain);
     } catch (err) {
-      this.opts.status.fail('upload', err instanceof Error ? err.message : String(err));
+      this.opts.status.fail(failureCode(err, 'upload'), err instanceof Error ? err.message : String(err));
+      // The outbox could not be read (a full storage, say): try again later, or nothing would.
+      this.pause(this.backoff.next());
     } finally {
       this.pumping = false;
     }
@@ -237,7 +240,7 @@ export class Uploader {
     } catch (err) {
       if (this.carrier === carrier) {
         this.unsend(batch);
-        this.opts.status.fail('upload', err instanceof Error ? err.message : String(err));
+        this.opts.status.fail(failureCode(err, 'upload'), err instanceof Error ? err.message : String(err));
         this.pause(this.backoff.next());
       }
       return;
