@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
+import { backends } from '../helpers/backends.ts';
 import { killAllServers, runCli, spawnServer } from '../helpers/processes.ts';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-progress-cli-'));
@@ -67,4 +68,23 @@ test('a rotation run inside the server reports its progress over the admin socke
   assertStep(rotated.stderr, 'keys rotate', 'visits');
   assertStep(rotated.stderr, 'keys rotate', 'soap_notes');
   await server.stop();
+});
+
+const postgres = backends.find((b) => b.name === 'postgres');
+test('on PostgreSQL: seeding and rotation report the same lines', { skip: postgres ? false : 'TEST_DATABASE_URL not set' }, async () => {
+  const db = await (postgres as NonNullable<typeof postgres>).open();
+  const pgDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-progress-pg-'));
+  try {
+    const pgEnv = { FIELDCHART_DATA_DIR: pgDir, DATABASE_URL: db.url ?? undefined };
+    const seeded = await runCli(['seed', '--demo'], pgEnv, 240_000);
+    assert.equal(seeded.code, 0, seeded.stderr);
+    assertStep(seeded.stderr, 'seed', 'visits');
+    const rotated = await runCli(['--verbose', 'keys', 'rotate', '--batch-size', '10'], pgEnv);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    assert.match(rotated.stderr, /connected to PostgreSQL/);
+    assertStep(rotated.stderr, 'keys rotate', 'visits');
+  } finally {
+    await db.drop();
+    fs.rmSync(pgDir, { recursive: true, force: true });
+  }
 });
