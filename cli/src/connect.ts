@@ -30,6 +30,7 @@ import {
   type LockInfo,
   type OperationArgs,
   type OperationName,
+  type Progress,
   type OperationResult,
 } from '@fieldchart/server';
 import { CliError, EXIT } from './errors.ts';
@@ -94,7 +95,7 @@ function describePostgres(url: string): string {
 }
 
 /** Opens the database in this process, migrates it, runs one operation and closes it again. */
-async function runHere(config: Config, name: OperationName, args: unknown): Promise<unknown> {
+async function runHere(config: Config, name: OperationName, args: unknown, progress?: Progress): Promise<unknown> {
   let database;
   try {
     database = await openDatabase(config.database);
@@ -105,7 +106,7 @@ async function runHere(config: Config, name: OperationName, args: unknown): Prom
   try {
     await migrateDatabase(config, database);
     built = await buildServices(config, database.db);
-    return asJson(await runOperation(operationContext(built.services, database), name, args));
+    return asJson(await runOperation(operationContext(built.services, database), name, args, progress));
   } catch (err) {
     throw failure(err);
   } finally {
@@ -121,12 +122,12 @@ const RETRY = Symbol('retry');
  * closes it first when it stops: while its lock stands and the socket does not answer, wait;
  * once the lock is gone, the caller decides again (the directory may be free now).
  */
-async function callServer(dataDir: string, holder: LockInfo, name: string, args: unknown, deadline: number): Promise<unknown> {
+async function callServer(dataDir: string, holder: LockInfo, name: string, args: unknown, deadline: number, progress?: Progress): Promise<unknown> {
   const socket = holder.adminSocket ?? adminSocketOf(dataDir);
   for (;;) {
     let reply: AdminReply | null = null;
     try {
-      reply = await callAdminSocket(socket, name, args);
+      reply = await callAdminSocket(socket, name, args, undefined, progress);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       // Only "nobody listens" is safe to retry: the request never reached the server.
@@ -153,11 +154,12 @@ export async function execute<N extends OperationName>(
   config: Config,
   name: N,
   args: OperationArgs<N>,
+  progress?: Progress,
 ): Promise<Outcome<N>> {
   const input = validated(name, args);
 
   if (config.database.kind === 'postgres') {
-    const result = (await runHere(config, name, input)) as OperationResult<N>;
+    const result = (await runHere(config, name, input, progress)) as OperationResult<N>;
     return { result, via: `connected to PostgreSQL at ${describePostgres(config.database.url)}` };
   }
 
@@ -166,7 +168,7 @@ export async function execute<N extends OperationName>(
   for (;;) {
     const holder = await readLock(dataDir);
     if (holder?.owner === 'server') {
-      const result = await callServer(dataDir, holder, name, input, deadline);
+      const result = await callServer(dataDir, holder, name, input, deadline, progress);
       if (result === RETRY) continue;
       return { result: result as OperationResult<N>, via: `through the admin socket of server process ${holder.pid}` };
     }
@@ -180,7 +182,7 @@ export async function execute<N extends OperationName>(
       throw failure(err);
     }
     try {
-      const result = (await runHere(config, name, input)) as OperationResult<N>;
+      const result = (await runHere(config, name, input, progress)) as OperationResult<N>;
       return { result, via: `opened the embedded database in ${dataDir} (lock held by this process)` };
     } finally {
       await lock.release();

@@ -2,6 +2,15 @@ import type { Command } from 'commander';
 import { ConfigError, loadConfig, type Config, type OperationArgs, type OperationName, type OperationResult } from '@fieldchart/server';
 import { execute } from './connect.ts';
 import { CliError, EXIT } from './errors.ts';
+import { progressReporter } from './progress.ts';
+
+/** Operations that loop over many rows or bytes and say how far they are, with their label. */
+const LONG_OPERATIONS: ReadonlyMap<string, string> = new Map([
+  ['seed.demo', 'seed'],
+  ['keys.rotate', 'keys rotate'],
+  ['keys.reencrypt', 'keys reencrypt'],
+  ['db.backup', 'backup'],
+]);
 
 export interface GlobalOptions {
   readonly json?: boolean;
@@ -40,7 +49,16 @@ export async function printedResult<N extends OperationName>(
 ): Promise<OperationResult<N>> {
   const opts = command.optsWithGlobals<GlobalOptions>();
   const config = configFromEnvironment();
-  const { result, via } = await execute(config, name, args);
+  // Long operations report progress: a bar on a terminal, plain lines otherwise (stderr).
+  const label = LONG_OPERATIONS.get(name);
+  const reporter = label ? progressReporter(label) : null;
+  let outcome;
+  try {
+    outcome = await execute(config, name, args, reporter?.progress);
+  } finally {
+    reporter?.stop();
+  }
+  const { result, via } = outcome;
   if (opts.verbose) process.stderr.write(`fieldchart: ${via}\n`);
   process.stdout.write(opts.json ? `${JSON.stringify(result, null, 2)}\n` : text(result));
   return result;

@@ -66,16 +66,19 @@ export interface AppOptions {
 }
 
 /**
- * Request logs carry the route, never the query string (a name search is PHI) nor headers
- * (bearer tokens). Lines go to stdout through an asynchronous destination: a request never
- * waits on a write(2) of its log lines; pino flushes what is buffered when the process exits.
+ * Request logs carry the route pattern (`/visit-details/:scheduleUuid`), never the URL itself:
+ * path parameters can be secrets (`/organizations/claim/:token`) or whatever a client put there,
+ * and the query string can be a name search; nor headers (bearer tokens). A URL that matches no
+ * route is logged as `(no route)` for the same reason. Lines go to stdout through an
+ * asynchronous destination: a request never waits on a write(2) of its log lines; pino flushes
+ * what is buffered when the process exits.
  */
 export function loggerOptions(level: string): FastifyServerOptions['logger'] {
   return {
     level,
     ...(level === 'silent' ? {} : { stream: pino.destination({ dest: 1, sync: false }) }),
     serializers: {
-      req: (req: { method: string; url: string; id: string }) => ({ id: req.id, method: req.method, path: req.url.split('?')[0] }),
+      req: (req: { method: string; id: string; routeOptions?: { url?: string | undefined } }) => ({ id: req.id, method: req.method, path: req.routeOptions?.url ?? '(no route)' }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
   };

@@ -39,6 +39,7 @@ export {
   type OperationResult,
 } from './admin/operations.ts';
 export { adminSocketOf, callAdminSocket, type AdminReply } from './admin/admin-socket.ts';
+export type { Progress, ProgressEvent } from './progress.ts';
 
 // Offline AI tools (`fieldchart ai …`): no database, no services.
 export { createNoteGenerator, NoteGenerationError, type GeneratedNote } from './services/ai/notes/index.ts';

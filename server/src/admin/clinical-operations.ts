@@ -11,8 +11,8 @@ const instant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 tim
  */
 export const clinicalOperations = {
   'keys.status': op(z.object({}), (ctx) => ctx.services.phiKeys.status()),
-  'keys.rotate': op(z.object({ batch_size: batchSize }), (ctx, a) => ctx.services.phiKeys.rotate({ batchSize: a.batch_size })),
-  'keys.reencrypt': op(z.object({ batch_size: batchSize }), (ctx, a) => ctx.services.phiKeys.reencrypt({ batchSize: a.batch_size })),
+  'keys.rotate': op(z.object({ batch_size: batchSize }), (ctx, a, progress) => ctx.services.phiKeys.rotate({ batchSize: a.batch_size, progress })),
+  'keys.reencrypt': op(z.object({ batch_size: batchSize }), (ctx, a, progress) => ctx.services.phiKeys.reencrypt({ batchSize: a.batch_size, progress })),
   'audit.export': op(
     z.object({ from: instant.optional(), to: instant.optional(), limit: z.number().int().min(1).max(1_000_000).optional() }),
     (ctx, a) =>

@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { PGlite } from '@electric-sql/pglite';
 import { Invalid } from '../errors.ts';
+import { noProgress, type Progress } from '../progress.ts';
 
 export interface BackupResult {
   readonly file: string;
@@ -20,18 +21,25 @@ export interface BackupResult {
  * open at that instant is rolled back when the copy is opened, exactly as after a crash, and
  * everything committed is in it. Written to a temporary file, then renamed, owner-only.
  */
-export async function backupEmbedded(pglite: PGlite | null, file: string): Promise<BackupResult> {
+export async function backupEmbedded(pglite: PGlite | null, file: string, progress: Progress = noProgress): Promise<BackupResult> {
   if (!pglite) throw new Invalid('backup copies the embedded database; on PostgreSQL use pg_dump (docs/operations.md)', {}, 'not_embedded');
   if (!path.isAbsolute(file)) throw new Invalid('the backup file must be an absolute path', {}, 'invalid_path');
   const started = Date.now();
+  // PGlite dumps in one call, so the steps are the unit: checkpoint, dump, write, sync.
+  const step = (done: number) => progress({ step: 'copy', done, total: 4 });
+  step(0);
   await pglite.exec('CHECKPOINT');
+  step(1);
   const dump = await pglite.dumpDataDir('gzip');
   const bytes = Buffer.from(await dump.arrayBuffer());
+  step(2);
   const tmp = `${file}.${process.pid}.tmp`;
   await fs.writeFile(tmp, bytes, { mode: 0o600 });
+  step(3);
   const handle = await fs.open(tmp, 'r');
   await handle.sync().finally(() => handle.close());
   await fs.rename(tmp, file);
+  step(4);
   return { file, bytes: bytes.length, took_ms: Date.now() - started };
 }
 

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { Progress } from '../progress.ts';
 import type { OperationContext } from './operation-context.ts';
 
 /**
@@ -7,10 +8,11 @@ import type { OperationContext } from './operation-context.ts';
  */
 export interface Operation<A extends z.ZodType, R = unknown> {
   readonly args: A;
-  run(ctx: OperationContext, args: z.infer<A>): Promise<R>;
+  /** `progress` hears how far a long operation is (a no-op when nobody listens). */
+  run(ctx: OperationContext, args: z.infer<A>, progress: Progress): Promise<R>;
 }
 
-export const op = <A extends z.ZodType, R>(args: A, run: (ctx: OperationContext, args: z.infer<A>) => Promise<R>): Operation<A, R> => ({
+export const op = <A extends z.ZodType, R>(args: A, run: (ctx: OperationContext, args: z.infer<A>, progress: Progress) => Promise<R>): Operation<A, R> => ({
   args,
   run,
 });

@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import { z } from 'zod';
 import { NotFound } from '../errors.ts';
+import { noProgress, type Progress } from '../progress.ts';
 import { clinicalOperations } from './clinical-operations.ts';
 import { op, type Operation } from './operation.ts';
 import type { OperationContext } from './operation-context.ts';
@@ -34,7 +35,7 @@ export const operations = {
     return { ...mail, eml };
   }),
   'maintenance.purge': op(z.object({}), (ctx) => ctx.services.maintenance.purgeExpired()),
-  'db.backup': op(z.object({ file: z.string().min(1) }), (ctx, a) => ctx.backup(a.file)),
+  'db.backup': op(z.object({ file: z.string().min(1) }), (ctx, a, progress) => ctx.backup(a.file, progress)),
   ...organizationOperations,
   ...seedOperations,
   ...clinicalOperations,
@@ -45,8 +46,8 @@ export type OperationArgs<N extends OperationName> = z.input<(typeof operations)
 /** What an operation answers (over the admin socket: the same, as JSON). */
 export type OperationResult<N extends OperationName> = Awaited<ReturnType<(typeof operations)[N]['run']>>;
 
-export async function runOperation(ctx: OperationContext, name: string, args: unknown): Promise<unknown> {
+export async function runOperation(ctx: OperationContext, name: string, args: unknown, progress: Progress = noProgress): Promise<unknown> {
   const operation = (operations as Record<string, Operation<z.ZodType>>)[name];
   if (!operation) throw new NotFound(`Unknown operation ${name}`, 'unknown_operation');
-  return operation.run(ctx, operation.args.parse(args ?? {}));
+  return operation.run(ctx, operation.args.parse(args ?? {}), progress);
 }

@@ -4,6 +4,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import { Conflict } from '../../errors.ts';
+import { noProgress, type Progress } from '../../progress.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import { parseKeyFile, phiKeyFileOf, readPhiKeyFile, rotateKeyFile, type PhiKeyFile } from '../../security/phi-keyring.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
@@ -115,18 +116,32 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
     });
   }
 
-  async function reencryptAll(batchSize: number): Promise<ReencryptResult> {
+  /** Rows of `t` with a value not under the current key: the size of its progress step. */
+  async function staleRows(t: PhiTable): Promise<number> {
+    const prefix = `fc1.${phi.ring().currentKeyId}.`;
+    const stale = sql.join(t.columns.map((c) => notCurrent(c, prefix)), sql` or `);
+    const rows = rowsOf(await db.execute(sql`select cast(count(*) as int) as n from ${sql.identifier(t.table)} where ${stale}`));
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async function reencryptAll(batchSize: number, progress: Progress): Promise<ReencryptResult> {
     const reencrypted: Record<string, number> = {};
     let failed = 0;
     const failedValues: FailedValue[] = [];
     let batches = 0;
     for (const t of PHI_TABLES) {
       let count = 0;
+      let scanned = 0;
       let after: string[] | null = null;
+      const total = await staleRows(t);
+      progress({ step: t.table, done: 0, total });
       for (;;) {
         const b = await batch(t, after, batchSize);
         batches++;
         count += b.done;
+        scanned += b.rows;
+        // Rows written meanwhile can make the count grow past the estimate.
+        progress({ step: t.table, done: scanned, total: Math.max(total, scanned) });
         failed += b.failed.length;
         failedValues.push(...b.failed.slice(0, FAILED_VALUES_LISTED - failedValues.length));
         if (b.rows < batchSize || !b.last) break;
@@ -238,7 +253,7 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
      * nothing changes here; the answer carries the new PHI_KEYS to deploy, after which
      * `reencrypt` finishes the job.
      */
-    async rotate(opts: { batchSize?: number } = {}): Promise<RotateResult> {
+    async rotate(opts: { batchSize?: number; progress?: Progress } = {}): Promise<RotateResult> {
       if (config.phiKeys) {
         const current = parseKeyFile(config.phiKeys, 'PHI_KEYS');
         const next = rotateKeyFile(current);
@@ -257,14 +272,14 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
         const file = rotateKeyFile(await keyFileOnDisk());
         await writeKeyFileAtomically(file);
         phi.install(file);
-        const result = await audited({ from: previous, to: file.current }, file.current, () => reencryptAll(batchOf(opts.batchSize)));
+        const result = await audited({ from: previous, to: file.current }, file.current, () => reencryptAll(batchOf(opts.batchSize), opts.progress ?? noProgress));
         return { rotated: true as const, previous_key_id: previous, key_file: keyFile, ...result };
       });
     },
 
     /** Re-encrypts every value not under the current key (after a PHI_KEYS deploy, or to resume). */
-    async reencrypt(opts: { batchSize?: number } = {}): Promise<ReencryptResult> {
-      return exclusive(() => audited({ reencrypt_only: true }, phi.ring().currentKeyId, () => reencryptAll(batchOf(opts.batchSize))));
+    async reencrypt(opts: { batchSize?: number; progress?: Progress } = {}): Promise<ReencryptResult> {
+      return exclusive(() => audited({ reencrypt_only: true }, phi.ring().currentKeyId, () => reencryptAll(batchOf(opts.batchSize), opts.progress ?? noProgress)));
     },
   };
 }

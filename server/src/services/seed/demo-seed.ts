@@ -13,6 +13,7 @@ import { soapNotes, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
 import { NotFound } from '../../errors.ts';
+import { noProgress, type Progress } from '../../progress.ts';
 import type { ClinicianContext } from '../../http/audit-context.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import type { AuditLog } from '../audit/audit-log.ts';
@@ -103,7 +104,7 @@ export function createDemoSeed(deps: { db: Db; clock: Clock; phi: PhiCrypto; aud
     return { id: registered.user.uuid, created: true };
   }
 
-  async function demoPatients(ctx: ClinicianContext, patients: Patients, today: string): Promise<{ ids: string[]; created: number }> {
+  async function demoPatients(ctx: ClinicianContext, patients: Patients, today: string, progress: Progress): Promise<{ ids: string[]; created: number }> {
     const listed = await patients.list(ctx, { page: 1, per_page: 100 });
     const byName = new Map(listed.data.map((p) => [`${p.first_name} ${p.last_name}`, p.uuid]));
     let created = 0;
@@ -129,6 +130,7 @@ export function createDemoSeed(deps: { db: Db; clock: Clock; phi: PhiCrypto; aud
         created++;
       }
       ids.push(id);
+      progress({ step: 'patients', done: ids.length, total: DEMO_PATIENTS.length });
     }
     return { ids, created };
   }
@@ -195,13 +197,13 @@ export function createDemoSeed(deps: { db: Db; clock: Clock; phi: PhiCrypto; aud
   }
 
   return {
-    async run(services: { accounts: Accounts; users: Users; patients: Patients }): Promise<DemoSeedResult> {
+    async run(services: { accounts: Accounts; users: Users; patients: Patients }, progress: Progress = noProgress): Promise<DemoSeedResult> {
       const account = await demoAccount(services);
       await settings.update(account.id, { time_zone: DEMO_TIME_ZONE });
       const now = clock.now();
       const today = localDate(now, DEMO_TIME_ZONE);
       const ctx: ClinicianContext = { actorUserId: account.id, organizationId: null, requestId: 'seed-demo' };
-      const patientIds = await demoPatients(ctx, services.patients, today);
+      const patientIds = await demoPatients(ctx, services.patients, today, progress);
 
       const existing = await db
         .select({ date: visits.visitDate, start: visits.startTime })
@@ -212,7 +214,8 @@ export function createDemoSeed(deps: { db: Db; clock: Clock; phi: PhiCrypto; aud
       // One visit two or more days back is left undocumented after arrival: a late note.
       const lateCandidate = plan.filter((v) => v.date <= addDays(today, -2)).at(-1);
       let created = 0;
-      for (const v of plan) {
+      for (const [i, v] of plan.entries()) {
+        progress({ step: 'visits', done: i, total: plan.length });
         if (have.has(`${v.date} ${v.start}`)) continue;
         const p = DEMO_PATIENTS[v.patient] as DemoPatient;
         const rnd = prng(hash(`${v.date}|${v.start}`));
@@ -232,6 +235,7 @@ export function createDemoSeed(deps: { db: Db; clock: Clock; phi: PhiCrypto; aud
           await carryOut(ctx, account.id, uuid, v, p, rnd, { lateNote: rnd() < 0.1, finish: v !== lateCandidate });
         }
       }
+      progress({ step: 'visits', done: plan.length, total: plan.length });
       simulated = clock.now();
 
       const all = await db
