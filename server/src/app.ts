@@ -14,6 +14,7 @@ import type { Config } from './config.ts';
 import { API_PREFIX } from './http/api-prefix.ts';
 import { authentication } from './http/authentication.ts';
 import { databaseGate } from './http/database-gate.ts';
+import { probePostgres, PROBE_TIMEOUT_MS } from './db/reachability.ts';
 import { installErrorHandling, sendFrameworkError, writeClientError } from './http/error-handler.ts';
 import { idempotency } from './http/idempotency.ts';
 import { responseSerializerCompiler } from './http/response-serializer.ts';
@@ -243,7 +244,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(
     async (api) => {
       // First: while PostgreSQL is away nothing below (sessions, rate limits) can answer.
-      if (config.database.kind === 'postgres') await api.register(databaseGate, { probe: opts.probe.database });
+      if (config.database.kind === 'postgres') {
+        const { url } = config.database;
+        await api.register(databaseGate, { probe: () => probePostgres(url, PROBE_TIMEOUT_MS) });
+      }
       // Requests authentication refuses count against their address (http/rate-limit.ts).
       await api.register(authentication, { sessions: services.sessions, beforeRefusing: addressLimitCheck(api) });
       await api.register(requestRateLimit, {

@@ -5,7 +5,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import * as schema from '@fieldchart/schema/db';
-import { probePostgres } from './reachability.ts';
+import { withinMs } from './reachability.ts';
 
 export type Schema = typeof schema;
 
@@ -32,7 +32,7 @@ export interface Database {
 }
 
 /** How long a readiness ping waits for PostgreSQL before it calls the database away. */
-export const PING_TIMEOUT_MS = 2000;
+export const PING_TIMEOUT_MS = 3000;
 
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   if (target.kind === 'pglite') {
@@ -70,7 +70,9 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     db,
     pglite: null,
     sql,
-    ping: () => probePostgres(target.url, PING_TIMEOUT_MS),
+    // Through the application's own pool (readiness means this pool can serve), bounded: a
+    // pool that cannot connect would otherwise keep the query waiting until it can.
+    ping: () => withinMs(sql`select 1`.then(() => undefined), PING_TIMEOUT_MS),
     async close() {
       await sql.end({ timeout: 5 });
     },

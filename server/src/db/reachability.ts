@@ -39,6 +39,9 @@ export class DatabaseUnreachableError extends Error {
   }
 }
 
+/** How long the API's gate waits for a fresh connection to answer before it calls the database away. */
+export const PROBE_TIMEOUT_MS = 1000;
+
 /**
  * `select 1` on a connection of its own, opened for the call and closed after, within
  * `timeoutMs`. Not through the application pool: a pool that is busy (heavy load) or stuck
@@ -49,16 +52,27 @@ export class DatabaseUnreachableError extends Error {
 export async function probePostgres(url: string, timeoutMs: number): Promise<void> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, application_name: 'fieldchart-probe' });
   client.on('error', () => {});
+  try {
+    await withinMs(
+      client.connect().then(() => client.query('select 1')),
+      timeoutMs,
+    );
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** `work`, or a DatabaseUnreachableError once `timeoutMs` have passed without an answer. */
+export async function withinMs<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      client.connect().then(() => client.query('select 1')),
+    return await Promise.race([
+      work,
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new DatabaseUnreachableError(timeoutMs)), timeoutMs);
       }),
     ]);
   } finally {
     clearTimeout(timer);
-    await client.end().catch(() => {});
   }
 }
