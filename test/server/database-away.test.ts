@@ -49,7 +49,12 @@ describe('database away under load [postgres]', { skip: postgresBackend ? false 
   let proxy: TcpProxy;
   let server: TestServer;
 
+  // A driver error thrown outside any request (postgres.js's null-socket write) would end a
+  // real server process: here it is recorded and fails the test.
+  const uncaught: unknown[] = [];
+  const onUncaught = (err: unknown) => uncaught.push(err);
   before(async () => {
+    process.on('uncaughtException', onUncaught);
     real = await (postgresBackend as TestBackend).open();
     const target = new URL(real.url as string);
     proxy = await startTcpProxy(`http://${target.hostname}:${target.port || 5432}`);
@@ -70,6 +75,8 @@ describe('database away under load [postgres]', { skip: postgresBackend ? false 
     await server?.close();
     await proxy?.close();
     await real?.drop();
+    process.off('uncaughtException', onUncaught);
+    assert.deepEqual(uncaught.map(String), [], 'no uncaught exception while the database came and went');
   });
 
   async function timed(label: string, method: string, path: string, token: string, body?: unknown): Promise<Outcome> {
@@ -226,5 +233,6 @@ describe('database away under load [postgres]', { skip: postgresBackend ? false 
     assert.equal(server.runtime.worker?.running(), true);
 
     for (const c of clinicians) c.socket.close();
+    assert.deepEqual(uncaught.map(String), [], 'no uncaught exception while the database came and went');
   });
 });
