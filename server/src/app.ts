@@ -13,6 +13,8 @@ import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler, type
 import type { Config } from './config.ts';
 import { API_PREFIX } from './http/api-prefix.ts';
 import { authentication } from './http/authentication.ts';
+import { databaseGate } from './http/database-gate.ts';
+import { probePostgres, PROBE_TIMEOUT_MS } from './db/reachability.ts';
 import { installErrorHandling, sendFrameworkError, writeClientError } from './http/error-handler.ts';
 import { idempotency } from './http/idempotency.ts';
 import { responseSerializerCompiler } from './http/response-serializer.ts';
@@ -122,8 +124,9 @@ function documentFrameworkStatuses(route: RouteOptions): void {
     for (const code of codes) response[code] ??= errorBody;
   };
   // Node's HTTP parser answers these for any URL: a header block (or URL) over 16 KiB, a
-  // request slower than REQUEST_TIMEOUT_MS. Any route answers 429 over the caller's rate limit.
-  add(408, 429, 431);
+  // request slower than REQUEST_TIMEOUT_MS. Any route answers 429 over the caller's rate limit,
+  // and 503 while the database is unreachable (http/database-gate.ts).
+  add(408, 429, 431, 503);
   if (methods.includes('POST') || methods.includes('PUT')) add(400, 409, 413, 415, 422);
   if (route.url.includes('/:')) add(404);
   if (schema.querystring) add(422);
@@ -243,6 +246,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   await app.register(
     async (api) => {
+      // First: while PostgreSQL is away nothing below (sessions, rate limits) can answer.
+      if (config.database.kind === 'postgres') {
+        const { url } = config.database;
+        await api.register(databaseGate, { probe: () => probePostgres(url, PROBE_TIMEOUT_MS) });
+      }
       // Requests authentication refuses count against their address (http/rate-limit.ts).
       await api.register(authentication, { sessions: services.sessions, beforeRefusing: addressLimitCheck(api) });
       await api.register(requestRateLimit, {

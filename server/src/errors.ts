@@ -79,7 +79,14 @@ export class TooMany extends AppError {
 
 export class Unavailable extends AppError {
   readonly statusCode = 503;
-  constructor(message = 'Service unavailable', code = 'unavailable') {
-    super(message, code);
+  constructor(message = 'Service unavailable', code = 'unavailable', headers: Record<string, string> = {}) {
+    super(message, code, headers);
+  }
+}
+
+/** The database cannot be reached right now (PostgreSQL restarting, the network to it down). */
+export class DatabaseUnavailable extends Unavailable {
+  constructor() {
+    super('The database is unreachable right now; try again shortly', 'database_unavailable', { 'retry-after': '2' });
   }
 }

@@ -3,8 +3,9 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import type { ErrorBody } from '@fieldchart/schema/api';
 import { fieldErrorsFromIssues } from '@fieldchart/schema/rules';
-import { AppError, Invalid, type FieldErrors } from '../errors.ts';
+import { AppError, DatabaseUnavailable, Invalid, type FieldErrors } from '../errors.ts';
 import { sqlState } from '../db/database.ts';
+import { isDatabaseUnreachable } from '../db/reachability.ts';
 import { safeError } from '../log-safety.ts';
 
 /** Fastify's own 4xx errors, by code, in the contract's terms. */
@@ -102,6 +103,13 @@ export function installErrorHandling(app: FastifyInstance): void {
       // Framework messages can quote the input (a path, a header): only the status and code go out.
       const code = (err.code ?? 'bad_request').replace(/^FST_ERR_/, '').toLowerCase();
       return send(reply, err.statusCode, { status: false, message: STATUS_TEXT[err.statusCode] ?? 'Bad request', code });
+    }
+    if (isDatabaseUnreachable(err)) {
+      // PostgreSQL restarting or the network to it down: the client retries, nothing is wrong
+      // with the request (http/database-gate.ts then answers the next ones at once).
+      request.log.warn({ err: safeError(err) }, 'database unreachable');
+      const unavailable = new DatabaseUnavailable();
+      return send(reply, unavailable.statusCode, { status: false, message: unavailable.message, code: unavailable.code }, unavailable.headers);
     }
     request.log.error({ err: safeError(err) }, 'request failed');
     return send(reply, 500, { status: false, message: 'Internal server error', code: 'internal_error' });

@@ -1,0 +1,90 @@
+/**
+ * While PostgreSQL is away, API requests answer 503 `database_unavailable` at once instead of
+ * waiting on a pool that cannot connect.
+ *
+ * The gate learns the database is away in two ways, and always confirms it with a probe on a
+ * fresh connection (db/reachability.ts) so that one dropped connection or one slow request
+ * never shuts the API: an error the handler mapped to 503 (a lost connection), or a request
+ * still unanswered after `suspectAfterMs` (postgres.js keeps a query that has not got its
+ * first connection retrying, so without this it would hang until the database is back). Such
+ * a request is answered 503 when the probe fails; a merely slow one is left alone. While away,
+ * a probe runs every `recheckMs` and the gate opens again as soon as one succeeds: recovery
+ * needs no restart.
+ */
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { DatabaseUnavailable } from '../errors.ts';
+import { isDatabaseUnreachable } from '../db/reachability.ts';
+
+export interface DatabaseGateOptions {
+  /** Resolves when the database answers, rejects (within its own bound) when it does not. */
+  readonly probe: () => Promise<void>;
+  readonly suspectAfterMs?: number;
+  readonly recheckMs?: number;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    databaseGateTimer?: NodeJS.Timeout;
+  }
+}
+
+const gate: FastifyPluginAsync<DatabaseGateOptions> = async (app, opts) => {
+  const suspectAfterMs = opts.suspectAfterMs ?? 2500;
+  const recheckMs = opts.recheckMs ?? 500;
+  let away = false;
+  let probing: Promise<boolean> | null = null;
+  let recheck: NodeJS.Timeout | null = null;
+  let closed = false;
+
+  /** One probe at a time; answers whether the database is reachable and updates the state. */
+  function probe(): Promise<boolean> {
+    probing ??= opts
+      .probe()
+      .then(
+        () => true,
+        () => false,
+      )
+      .then((reachable) => {
+        probing = null;
+        if (reachable && away) app.log.warn('database reachable again');
+        if (!reachable && !away) app.log.error('database unreachable: answering 503 until it is back');
+        away = !reachable;
+        if (away && !closed && !recheck) {
+          recheck = setTimeout(() => {
+            recheck = null;
+            void probe();
+          }, recheckMs);
+          recheck.unref();
+        }
+        return reachable;
+      });
+    return probing;
+  }
+
+  app.decorateRequest('databaseGateTimer', undefined);
+
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (away) throw new DatabaseUnavailable();
+    const timer = setTimeout(() => {
+      void probe().then((reachable) => {
+        if (!reachable && !reply.sent) reply.send(new DatabaseUnavailable());
+      });
+    }, suspectAfterMs);
+    timer.unref();
+    request.databaseGateTimer = timer;
+  });
+  const clear = async (request: FastifyRequest) => clearTimeout(request.databaseGateTimer);
+  app.addHook('onResponse', clear);
+  app.addHook('onRequestAbort', clear);
+  // Runs after the error handler answered: a lost connection there makes the gate look.
+  app.addHook('onError', async (_request, _reply, err) => {
+    if (isDatabaseUnreachable(err)) void probe();
+  });
+  app.addHook('onClose', async () => {
+    closed = true;
+    if (recheck) clearTimeout(recheck);
+  });
+};
+
+export const databaseGate = fp(gate, { name: 'database-gate' });
