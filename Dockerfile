@@ -14,8 +14,8 @@ COPY schema/package.json schema/
 COPY server/package.json server/
 COPY cli/package.json cli/
 COPY client-lib/package.json client-lib/
-# npm ci's postinstall patches postgres.js (scripts/patch-postgres-js.mjs says why).
-COPY scripts/patch-postgres-js.mjs scripts/
+# npm ci's postinstall applies patches/ to dependencies (patches/README.md says why).
+COPY patches patches/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY scripts scripts
