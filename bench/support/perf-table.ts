@@ -31,7 +31,8 @@ export function figuresOf(result: Json): Figure[] {
   const row = (measure: string, figure: string, baseline: string, ratio: string): Figure => ({ bench, backend, measure, figure, baseline, ratio });
   switch (bench) {
     case 'auth-throughput':
-    case 'visits-throughput': {
+    case 'visits-throughput':
+    case 'rate-limit-overhead': {
       // The first row is the bare route of the same server: the baseline of every other.
       const [bare, ...rest] = list(result.results);
       if (!bare) return [];
@@ -113,6 +114,15 @@ export function figuresOf(result: Json): Figure[] {
       const exact = (result.heldKarp12Ms ?? {}) as Json;
       const brute = (result.bruteForce9Ms ?? {}) as Json;
       return [row('exact route of 12 stops (median)', ms(num(exact.median)), `brute force, 9 stops ${ms(num(brute.median))}`, `${x(num(result.ratioBrute9ToHeldKarp12))} faster`)];
+    }
+    case 'load-day': {
+      // A capacity run: its figures stand alone; the memory is compared with its own middle third.
+      const sync = (result.sync ?? {}) as Json;
+      return [
+        row(`${fmt(num(result.clinicians), 0)} clinicians' day: req/s, errors, p50 / p99`, `${fmt(num(result.reqPerSec))} req/s, ${fmt(num(result.errorRate) * 100, 2)} % errors, ${ms(num(result.p50Ms))} / ${ms(num(result.p99Ms))}`, 'none (capacity of one node)', '—'),
+        row('timer event REST write → device p50 / p99', `${ms(num(sync.timerDeliveryP50Ms))} / ${ms(num(sync.timerDeliveryP99Ms))}`, 'none (under the load above)', '—'),
+        row('server RSS, last third vs middle third', `${fmt(num(result.rssGrowthLastThird) * 100, 1)} % growth`, 'the same run’s middle third', result.rssFlat === true ? 'flat' : 'growing'),
+      ];
     }
     case 'ai-structurer':
       return list(result.rows).map((r) => row(`${str(r.name)} p50`, ms(num(r.p50_ms)), 'none (absolute; aim < 1 s per note)', '—'));

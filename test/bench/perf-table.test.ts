@@ -44,6 +44,9 @@ test('each bench result gives its figures beside the same run’s baseline', () 
   assert.deepEqual(figuresOf(restFloor)[0]?.ratio, '0.45× req/s, 1.30× p99');
   assert.match(figuresOf(propagation)[0]?.figure ?? '', /^31\.3 ms \/ 156\.6 ms$/);
   assert.equal(figuresOf({ bench: 'something-new' })[0]?.measure, '(no table rows for this bench yet)');
+  const day = figuresOf({ bench: 'load-day', backend: 'pglite', clinicians: 200, reqPerSec: 57.85, errorRate: 0, p50Ms: 1000, p99Ms: 4900, sync: {}, rssGrowthLastThird: 0.019, rssFlat: true });
+  assert.equal(day[0]?.figure, '57.9 req/s, 0.00 % errors, 1,000.0 ms / 4,900.0 ms');
+  assert.equal(day[2]?.ratio, 'flat');
 });
 
 test('the table replaces only what is between its markers, and is appended once when absent', () => {
