@@ -1,8 +1,8 @@
 /**
  * What the REST rate limiter costs: GET /my-profile on a server with the limits on (raised
- * out of reach: each request runs the counter's upsert, none is refused) against the same
- * request on a server with them off, in the same run, after the bare Fastify route; each
- * twice, interleaved.
+ * out of reach: each request is counted in the node's tally, which is flushed to the table
+ * every 250 ms; none is refused) against the same request on a server with them off, in the
+ * same run, after the bare Fastify route; each twice, interleaved.
  *
  * PGlite by default, PostgreSQL when BENCH_DATABASE_URL is set. Settings:
  * BENCH_DURATION_SECONDS (default 6, 1–30), BENCH_CONNECTIONS (default 10, 1–64).

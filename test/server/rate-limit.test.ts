@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
+import { FLUSH_INTERVAL_MS } from '../../server/src/services/request-rate.ts';
 import { forEachBackend } from '../helpers/backends.ts';
 import { manualClock } from '../helpers/clock.ts';
 import { registerUser, startTestServer, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
@@ -108,13 +109,38 @@ forEachBackend('request rate limits', (backend) => {
         await nodeA.close();
       });
 
-      test('share one count per user', async () => {
+      // The serving node's counts first, then the other node reads the new total (two flushes
+      // at once could read before the other's counts commit; the next flush would catch up).
+      const flushFrom = async (node: TestServer) => {
+        await node.runtime.services.requestRate.flush();
+        await (node === nodeA ? nodeB : nodeA).runtime.services.requestRate.flush();
+      };
+
+      test('share one count per user once their tallies are flushed', async () => {
         const user = await registerUser(nodeA);
         for (const node of [nodeA, nodeB, nodeA, nodeB, nodeA, nodeB]) {
           assert.equal((await node.api('GET', '/my-profile', { token: user.token })).status, 200);
+          // As the periodic flush would between requests further apart than its interval.
+          await flushFrom(node);
         }
         assertTooMany(await nodeA.api('GET', '/my-profile', { token: user.token }));
         assertTooMany(await nodeB.api('GET', '/my-profile', { token: user.token }));
+      });
+
+      test('the periodic flush shares counts without being asked; a node alone never admits more than the limit', async () => {
+        const user = await registerUser(nodeA);
+        await nodeA.runtime.services.requestRate.flush();
+        // Four on A...
+        for (let i = 0; i < 4; i++) assert.equal((await nodeA.api('GET', '/my-profile', { token: user.token })).status, 200);
+        // ...B judges its first request on its own tally, then, after the flush interval,
+        // knows the shared five: one more, then refused.
+        assert.equal((await nodeB.api('GET', '/my-profile', { token: user.token })).status, 200);
+        await new Promise((resolve) => setTimeout(resolve, 4 * FLUSH_INTERVAL_MS));
+        assert.equal((await nodeB.api('GET', '/my-profile', { token: user.token })).status, 200);
+        assertTooMany(await nodeB.api('GET', '/my-profile', { token: user.token }));
+        // A, idle meanwhile, learns B's counts from its own flushes.
+        await new Promise((resolve) => setTimeout(resolve, 4 * FLUSH_INTERVAL_MS));
+        assertTooMany(await nodeA.api('GET', '/my-profile', { token: user.token }));
       });
     });
   }

@@ -25,23 +25,21 @@ function keyOf(request: FastifyRequest): string {
 const isUserKey = (key: string) => key.startsWith('user:');
 
 /**
- * @fastify/rate-limit's store contract over the database counter, so the count is shared by
- * every node (services/request-rate.ts). A counting failure fails the request like any
- * database failure would (the plugin's skipOnError stays off).
+ * @fastify/rate-limit's store contract over the node's in-memory tally, which is shared with
+ * every other node by periodic flushes into the database (services/request-rate.ts): counting
+ * answers at once, so no request waits on a statement.
  */
-function databaseStore(rate: RequestRate): new () => FastifyRateLimitStore {
-  class DatabaseStore implements FastifyRateLimitStore {
+function sharedTallyStore(rate: RequestRate): new () => FastifyRateLimitStore {
+  class SharedTallyStore implements FastifyRateLimitStore {
     incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow: number): void {
-      rate.hit(key, timeWindow / 1000).then(
-        (state) => callback(null, { current: state.hits, ttl: Math.max(1, Math.ceil(state.retryAfterSeconds * 1000)) }),
-        (err: unknown) => callback(err instanceof Error ? err : new Error(String(err))),
-      );
+      const state = rate.hit(key, timeWindow / 1000);
+      callback(null, { current: state.hits, ttl: Math.max(1, Math.ceil(state.retryAfterSeconds * 1000)) });
     }
     child(): FastifyRateLimitStore {
       return this;
     }
   }
-  return DatabaseStore;
+  return SharedTallyStore;
 }
 
 /**
@@ -54,6 +52,10 @@ function databaseStore(rate: RequestRate): new () => FastifyRateLimitStore {
 export const requestRateLimit = fp(
   async (app: FastifyInstance, opts: { rate: RequestRate; limits: RequestRateLimits }) => {
     const { perUser, perAddress } = opts.limits;
+    // The error's class only: a flush's parameters hold user ids and client addresses.
+    opts.rate.reportErrorsTo((err) => app.log.warn({ error: err instanceof Error ? err.name : 'unknown' }, 'request counts not shared this time; kept for the next flush'));
+    // The last counts reach the shared table before the server stops.
+    app.addHook('onClose', async () => opts.rate.close());
     await app.register(fastifyRateLimit, {
       global: true,
       hook: 'onRequest',
@@ -62,7 +64,7 @@ export const requestRateLimit = fp(
       max: (_request, key) => (isUserKey(key) ? perUser : perAddress),
       // A limit of 0 turns that kind of key off before anything is counted.
       allowList: (_request, key) => (isUserKey(key) ? perUser : perAddress) === 0,
-      store: databaseStore(opts.rate),
+      store: sharedTallyStore(opts.rate),
       errorResponseBuilder: (_request, context) =>
         new TooMany('Too many requests; slow down and retry later', context.ttl / 1000, 'too_many_requests'),
     });

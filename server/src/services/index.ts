@@ -82,7 +82,7 @@ export function createServices(deps: ServiceDeps) {
     sessions,
     throttle,
     /** REST request counts per user and per address (http/rate-limit.ts). */
-    requestRate: createRequestRate({ db, throttle }),
+    requestRate: createRequestRate({ db, clock, throttle }),
     mail,
     accounts: createAccounts({ db, clock, config, sessions, throttle, idTokens: deps.idTokens, mail }),
     passwordReset: createPasswordReset({ db, clock, config, throttle, sessions, mail }),

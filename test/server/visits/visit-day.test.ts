@@ -71,6 +71,20 @@ forEachBackend('visits: the visit day', (backend) => {
     });
   });
 
+  test('timer events: concurrent batches for one visit apply as if one after the other (a second different arrive is refused)', async () => {
+    const u = await registerUser(server);
+    const id = await newVisit(u);
+    assert.equal((await sendEvents(u, id, [timerEvent('start_travel', at(0))])).status, 200);
+    // Each batch alone is valid; together they would give the visit two different arrivals.
+    const arrivals = [20, 21, 22, 23, 24, 26];
+    const results = await Promise.all(arrivals.map((m) => sendEvents(u, id, [timerEvent('arrive', at(m), { latitude: 41.9, longitude: -87.6, accuracy: 5 })])));
+    assert.deepEqual(results.map((r) => r.status).sort(), [200, 422, 422, 422, 422, 422], JSON.stringify(results.map((r) => r.body)));
+    const v = await details(server, u, id);
+    assert.deepEqual(v.timer_events.map((e: { event_type: string }) => e.event_type), ['start_travel', 'arrive']);
+    assert.equal(v.status, 'in_progress');
+    assert.equal(v.evv.arrived_at, v.timer_events[1].event_time);
+  });
+
   test('timer events: 422 naming the event for an impossible order; the batch is all-or-nothing; 404 unknown or foreign', async () => {
     const u = await registerUser(server);
     const id = await newVisit(u);

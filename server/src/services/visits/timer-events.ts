@@ -10,6 +10,7 @@ import { Invalid } from '../../errors.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
 import { applyTimerEvents, deriveEvv, type TimerEventType, type TimerFact } from '@fieldchart/schema/rules';
 import { isUuid } from '../ids.ts';
+import { recordset } from '../batch-plan.ts';
 import { visitNotFound } from './visit-records.ts';
 
 export type TimerEventsInput = z.infer<typeof timerEventsBody>;
@@ -20,8 +21,34 @@ export interface TimerEventsOutcome {
   readonly status: string;
 }
 
+/** Optimistic tries before a batch falls back to locking the visit for its whole transaction. */
+const OPTIMISTIC_TRIES = 3;
+
+type VisitWithEvents = { v: Record<string, unknown>; rv: string; events: Array<Record<string, unknown>> };
+
 export function createTimerEvents(deps: { db: Db; clock: Clock; audit: AuditLog }) {
   const { clock, audit } = deps;
+
+  const visitWithEvents = (lock: boolean, visitId: string, ownerId: string) =>
+    sql`select json_build_object('v', to_json(v), 'rv', v.row_version::text,
+        'events', (select coalesce(json_agg(to_json(e)), '[]') from timer_events e where e.visit_id = v.id and e.deleted_at is null)) as r
+      from visits v where v.id = ${visitId}::uuid and v.owner_id = ${ownerId}::uuid and v.deleted_at is null${lock ? sql` for update` : sql``}`;
+
+  /** The stored sequence and what `incoming` adds to it; an invalid batch is refused here. */
+  function apply(row: VisitWithEvents, incoming: TimerFact[]) {
+    const visit = rowFromJson(visits, row.v);
+    const stored = row.events.map((e) => rowFromJson(timerEvents, e));
+    const result = applyTimerEvents(
+      stored.map((s) => ({ eventType: s.eventType as TimerEventType, eventTime: s.eventTime, latitude: s.latitude, longitude: s.longitude, accuracy: s.accuracy })),
+      incoming,
+    );
+    if (!result.ok) {
+      throw new Invalid(`Event ${result.index}: ${result.message}`, { [`events.${result.index}`]: [result.message] }, 'invalid_timer_sequence');
+    }
+    const arrived = result.events.some((e) => e.eventType === 'arrive');
+    const status = visit.status === 'scheduled' && arrived ? 'in_progress' : visit.status;
+    return { visit, result, status };
+  }
 
   return {
     async record(ctx: AuditContext, ownerId: string, input: TimerEventsInput): Promise<TimerEventsOutcome> {
@@ -34,37 +61,60 @@ export function createTimerEvents(deps: { db: Db; clock: Clock; audit: AuditLog 
         accuracy: e.accuracy,
       }));
       const entry = { action: 'update', resourceType: 'visit_timer', resourceId: input.schedule_uuid } as const;
-      // Two statements in one transaction: the visit locked with its stored events (the row
-      // lock serialises concurrent batches for one visit), then the new events, the visit's
-      // EVV record and the audit row written together.
-      try {
-        return await deps.db.transaction(async (tx) => {
-          if (!isUuid(input.schedule_uuid)) throw visitNotFound();
-          const [row] = await runPrepared<{ r: { v: Record<string, unknown>; events: Array<Record<string, unknown>> } }>(
-            tx,
-            'timer_visit_lock',
-            sql`select json_build_object('v', to_json(v),
-                'events', (select coalesce(json_agg(to_json(e)), '[]') from timer_events e where e.visit_id = v.id and e.deleted_at is null)) as r
-              from visits v where v.id = ${input.schedule_uuid}::uuid and v.owner_id = ${ownerId}::uuid and v.deleted_at is null for update`,
-          );
+
+      /**
+       * Read without a lock, then write in one statement that applies only if the visit's
+       * row_version is still the one read (every change to the visit bumps it, and a batch
+       * that adds events changes the visit). No transaction stays open across round trips,
+       * so the audit chain's head (locked by the audit insert until commit) is held for one
+       * statement rather than to a COMMIT the client sends later. Null: the visit changed
+       * in between; read again.
+       */
+      async function optimistic(): Promise<TimerEventsOutcome | null> {
+        const [row] = await runPrepared<{ r: VisitWithEvents }>(deps.db, 'timer_visit_read', visitWithEvents(false, input.schedule_uuid, ownerId));
+        if (!row) throw visitNotFound();
+        const { visit, result, status } = apply(row.r, incoming);
+        const done = audit.insertFor(ctx, { ...entry, details: { added: result.added.length, replayed: result.replayed } }, 'success');
+        const now = clock.now();
+        const added = result.added.map((e) => ({
+          event_type: e.eventType,
+          event_time: e.eventTime.toISOString(),
+          latitude: e.latitude,
+          longitude: e.longitude,
+          accuracy: e.accuracy,
+        }));
+        const evv = deps.db
+          .update(visits)
+          .set({ ...deriveEvv(result.events), status, updatedAt: now })
+          .where(sql`${visits.id} in (select id from v)`);
+        const [applied] = await runPrepared<{ n: number }>(
+          deps.db,
+          'timer_store_if_unchanged',
+          sql`with v as (select id from ${visits} where id = ${visit.id}::uuid and row_version = ${row.r.rv}::bigint and deleted_at is null for update),
+            added as (insert into ${timerEvents} (visit_id, owner_id, event_type, event_time, latitude, longitude, accuracy, created_at)
+              select v.id, ${ownerId}::uuid, x.event_type, x.event_time, x.latitude, x.longitude, x.accuracy, ${now.toISOString()}::timestamptz
+              from v, jsonb_to_recordset(${recordset(added)}::jsonb) as x(event_type text, event_time timestamptz, latitude float8, longitude float8, accuracy float8)
+              on conflict do nothing),
+            evv as ${added.length > 0 ? evv : sql`(select 1)`},
+            audit as (${done} from v)
+            select count(*)::int as n from v`,
+        );
+        if (!applied || applied.n === 0) return null;
+        return { recorded: result.added.length, replayed: result.replayed, status: result.added.length > 0 ? status : visit.status };
+      }
+
+      /** The visit locked with its stored events for the transaction: a batch that keeps losing the race. */
+      async function locked(): Promise<TimerEventsOutcome> {
+        return deps.db.transaction(async (tx) => {
+          const [row] = await runPrepared<{ r: VisitWithEvents }>(tx, 'timer_visit_lock', visitWithEvents(true, input.schedule_uuid, ownerId));
           if (!row) throw visitNotFound();
-          const visit = rowFromJson(visits, row.r.v);
-          const stored = row.r.events.map((e) => rowFromJson(timerEvents, e));
-          const result = applyTimerEvents(
-            stored.map((s) => ({ eventType: s.eventType as TimerEventType, eventTime: s.eventTime, latitude: s.latitude, longitude: s.longitude, accuracy: s.accuracy })),
-            incoming,
-          );
-          if (!result.ok) {
-            throw new Invalid(`Event ${result.index}: ${result.message}`, { [`events.${result.index}`]: [result.message] }, 'invalid_timer_sequence');
-          }
+          const { visit, result, status } = apply(row.r, incoming);
           const done = audit.insertFor(ctx, { ...entry, details: { added: result.added.length, replayed: result.replayed } }, 'success');
           if (result.added.length === 0) {
             await tx.execute(done);
             return { recorded: 0, replayed: result.replayed, status: visit.status };
           }
           const now = clock.now();
-          const arrived = result.events.some((e) => e.eventType === 'arrive');
-          const status = visit.status === 'scheduled' && arrived ? 'in_progress' : visit.status;
           const added = tx
             .insert(timerEvents)
             .values(result.added.map((e) => ({ visitId: visit.id, ownerId, ...e, createdAt: now })))
@@ -76,6 +126,15 @@ export function createTimerEvents(deps: { db: Db; clock: Clock; audit: AuditLog 
           await runPrepared(tx, 'timer_store', sql`with added as ${added}, evv as ${evv}, audit as (${done}) select 1 as done`);
           return { recorded: result.added.length, replayed: result.replayed, status };
         });
+      }
+
+      try {
+        if (!isUuid(input.schedule_uuid)) throw visitNotFound();
+        for (let attempt = 0; attempt < OPTIMISTIC_TRIES; attempt++) {
+          const outcome = await optimistic();
+          if (outcome) return outcome;
+        }
+        return await locked();
       } catch (err) {
         // As audit.around: a refused or failed batch is recorded after its rollback.
         await audit.failed(ctx, entry, err);
