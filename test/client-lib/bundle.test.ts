@@ -9,8 +9,8 @@ import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { build, type Metafile } from 'esbuild';
-import { PGLITE, pgliteNodeOnly } from '../helpers/pglite-node-stub.ts';
+import type { Metafile } from 'esbuild';
+import { PGLITE, browserBuild } from '../helpers/pglite-node-stub.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -30,19 +30,7 @@ let result: { metafile: Metafile; text: string } | null = null;
 
 async function bundle() {
   if (result) return result;
-  const out = await build({
-    absWorkingDir: root,
-    entryPoints: ['client-lib/src/index.ts'],
-    platform: 'browser',
-    format: 'esm',
-    bundle: true,
-    write: false,
-    metafile: true,
-    logLevel: 'silent',
-    // Nothing may be left for the host to resolve.
-    external: [],
-    plugins: [pgliteNodeOnly],
-  });
+  const out = await browserBuild(root, 'client-lib/src/index.ts');
   assert.deepEqual(out.errors, []);
   const text = out.outputFiles.map((f) => f.text).join('\n');
   result = { metafile: out.metafile, text };

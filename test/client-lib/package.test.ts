@@ -19,9 +19,8 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { build } from 'esbuild';
 import { buildClientPackage } from '../../scripts/build-client.ts';
-import { PGLITE, pgliteNodeOnly } from '../helpers/pglite-node-stub.ts';
+import { PGLITE, browserBuild } from '../helpers/pglite-node-stub.ts';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -208,19 +207,7 @@ test('a Node script imports the package, opens a client on memory:// and reads s
 
 test('an esbuild browser build of the package has no Node built-in and leaves PGlite\'s WASM a separate asset', async () => {
   fs.writeFileSync(path.join(appDir, 'src/browser-entry.js'), `export { createFieldchartClient } from '@fieldchart/client';\n`);
-  const out = await build({
-    absWorkingDir: appDir,
-    entryPoints: ['src/browser-entry.js'],
-    outdir: 'out',
-    platform: 'browser',
-    format: 'esm',
-    bundle: true,
-    write: false,
-    metafile: true,
-    logLevel: 'silent',
-    external: [],
-    plugins: [pgliteNodeOnly],
-  });
+  const out = await browserBuild(appDir, 'src/browser-entry.js', 'out');
   assert.deepEqual(out.errors, []);
   const inputs = Object.keys(out.metafile.inputs);
   assert.ok(inputs.includes(`${CLIENT}browser/index.js`), 'the `browser` condition chose the browser build');

@@ -5,7 +5,7 @@
  * way (Vite does it by itself). The stub applies to PGlite's files only: a `node:` import
  * anywhere else still fails an esbuild browser build.
  */
-import type { Plugin } from 'esbuild';
+import { build, type BuildResult, type Plugin } from 'esbuild';
 
 /** How PGlite's files appear in esbuild's paths (metafile inputs, bundle section headers). */
 export const PGLITE = 'node_modules/@electric-sql/pglite/';
@@ -17,3 +17,24 @@ export const pgliteNodeOnly: Plugin = {
     b.onLoad({ filter: /.*/, namespace: 'pglite-node-only' }, () => ({ contents: 'export {}' }));
   },
 };
+
+/**
+ * An in-memory esbuild browser build of `entry` with nothing left external, as an app's
+ * bundler would make it (PGlite's `node:` loads stubbed): the bundle tests' one recipe.
+ */
+export function browserBuild(absWorkingDir: string, entry: string, outdir?: string): Promise<BuildResult<{ write: false; metafile: true }>> {
+  return build({
+    absWorkingDir,
+    entryPoints: [entry],
+    ...(outdir ? { outdir } : {}),
+    platform: 'browser',
+    format: 'esm',
+    bundle: true,
+    write: false,
+    metafile: true,
+    logLevel: 'silent',
+    // Nothing may be left for the host to resolve.
+    external: [],
+    plugins: [pgliteNodeOnly],
+  });
+}

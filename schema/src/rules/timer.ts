@@ -19,6 +19,23 @@ export interface TimerFact {
   readonly accuracy: number | null;
 }
 
+/** An event as a request names it (REST's body, a sync mutation's arguments). */
+export interface TimerEventRequest {
+  readonly event_type: TimerEventType;
+  readonly event_time: string;
+  readonly latitude: number | null;
+  readonly longitude: number | null;
+  readonly accuracy: number | null;
+}
+
+/**
+ * A request's events as the rules take them, at millisecond precision: an event's identity
+ * (type and time) is compared the way it is stored.
+ */
+export function timerFactsOf(events: readonly TimerEventRequest[]): TimerFact[] {
+  return events.map((e) => ({ eventType: e.event_type, eventTime: new Date(e.event_time), latitude: e.latitude, longitude: e.longitude, accuracy: e.accuracy }));
+}
+
 /** What the sequence rule needs of an event. */
 export interface TimedStep {
   readonly eventType: TimerEventType;

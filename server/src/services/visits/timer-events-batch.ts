@@ -8,11 +8,11 @@
  */
 import { and, inArray, isNull, eq, sql } from 'drizzle-orm';
 import { timerEvents, visits } from '@fieldchart/schema/db';
-import { applyTimerEvents, deriveEvv, type TimerEventType, type TimerFact } from '@fieldchart/schema/rules';
+import { applyTimerEvents, deriveEvv, timerFactsOf, type TimerFact } from '@fieldchart/schema/rules';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
 import { recordset, type BatchPlan } from '../batch-plan.ts';
-import type { TimerEventsInput, TimerEventsOutcome } from './timer-events.ts';
+import { storedTimerFact, type TimerEventsInput, type TimerEventsOutcome } from './timer-events.ts';
 
 interface VisitState {
   status: string;
@@ -39,7 +39,7 @@ export function createTimerEventsBatch(deps: { clock: Clock }) {
         .from(timerEvents)
         .where(and(inArray(timerEvents.visitId, ids), isNull(timerEvents.deletedAt)));
       for (const s of stored) {
-        state.get(s.visitId)?.events.push({ eventType: s.eventType as TimerEventType, eventTime: s.eventTime, latitude: s.latitude, longitude: s.longitude, accuracy: s.accuracy });
+        state.get(s.visitId)?.events.push(storedTimerFact(s));
       }
       const now = deps.clock.now();
       const added: Array<TimerFact & { visitId: string }> = [];
@@ -47,13 +47,7 @@ export function createTimerEventsBatch(deps: { clock: Clock }) {
       const audits: BatchPlan<TimerEventsOutcome>['audits'][number][] = [];
       for (const input of inputs) {
         const visit = state.get(input.schedule_uuid) as VisitState;
-        const incoming: TimerFact[] = input.events.map((e) => ({
-          eventType: e.event_type as TimerEventType,
-          eventTime: new Date(e.event_time),
-          latitude: e.latitude,
-          longitude: e.longitude,
-          accuracy: e.accuracy,
-        }));
+        const incoming = timerFactsOf(input.events);
         const result = applyTimerEvents(visit.events, incoming);
         if (!result.ok) return null;
         audits.push({ action: 'update', resourceType: 'visit_timer', resourceId: input.schedule_uuid, details: { added: result.added.length, replayed: result.replayed } });

@@ -8,12 +8,21 @@ import type { Db } from '../../db/database.ts';
 import { rowFromJson, runPrepared } from '../../db/one-statement.ts';
 import { Invalid } from '../../errors.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
-import { applyTimerEvents, deriveEvv, type TimerEventType, type TimerFact } from '@fieldchart/schema/rules';
+import { applyTimerEvents, deriveEvv, timerFactsOf, type TimerEventType, type TimerFact } from '@fieldchart/schema/rules';
 import { isUuid } from '../ids.ts';
 import { recordset } from '../batch-plan.ts';
 import { visitNotFound } from './visit-records.ts';
 
 export type TimerEventsInput = z.infer<typeof timerEventsBody>;
+
+/** A stored event as the rules take it (its type was checked when it was written). */
+export const storedTimerFact = (s: Pick<typeof timerEvents.$inferSelect, 'eventType' | 'eventTime' | 'latitude' | 'longitude' | 'accuracy'>): TimerFact => ({
+  eventType: s.eventType as TimerEventType,
+  eventTime: s.eventTime,
+  latitude: s.latitude,
+  longitude: s.longitude,
+  accuracy: s.accuracy,
+});
 
 export interface TimerEventsOutcome {
   readonly recorded: number;
@@ -39,7 +48,7 @@ export function createTimerEvents(deps: { db: Db; clock: Clock; audit: AuditLog 
     const visit = rowFromJson(visits, row.v);
     const stored = row.events.map((e) => rowFromJson(timerEvents, e));
     const result = applyTimerEvents(
-      stored.map((s) => ({ eventType: s.eventType as TimerEventType, eventTime: s.eventTime, latitude: s.latitude, longitude: s.longitude, accuracy: s.accuracy })),
+      stored.map(storedTimerFact),
       incoming,
     );
     if (!result.ok) {
@@ -52,14 +61,7 @@ export function createTimerEvents(deps: { db: Db; clock: Clock; audit: AuditLog 
 
   return {
     async record(ctx: AuditContext, ownerId: string, input: TimerEventsInput): Promise<TimerEventsOutcome> {
-      const incoming: TimerFact[] = input.events.map((e) => ({
-        eventType: e.event_type as TimerEventType,
-        // Millisecond precision: the identity of an event is compared the way it is stored.
-        eventTime: new Date(e.event_time),
-        latitude: e.latitude,
-        longitude: e.longitude,
-        accuracy: e.accuracy,
-      }));
+      const incoming = timerFactsOf(input.events);
       const entry = { action: 'update', resourceType: 'visit_timer', resourceId: input.schedule_uuid } as const;
 
       /**
