@@ -12,6 +12,7 @@
 import type { Config } from './config.ts';
 import type { Database, DatabaseTarget, Db } from './db/database.ts';
 import type { Runtime, RuntimeOptions } from './runtime.ts';
+import type { Progress } from './progress.ts';
 import type { BuildServicesOptions, BuiltServices } from './services/build.ts';
 import type { WorkerNode } from './jobs/worker-node.ts';
 import type { RestoreResult } from './admin/embedded-backup.ts';
@@ -95,6 +96,6 @@ export async function startWorkerNode(config: Config): Promise<WorkerNode> {
 }
 
 /** `fieldchart restore`: a backup loaded beside the stopped server's database, then swapped in. */
-export async function restoreEmbedded(pgdata: string, file: string, progress: (line: string) => void): Promise<RestoreResult> {
-  return (await import('./admin/embedded-backup.ts')).restoreEmbedded(pgdata, file, progress);
+export async function restoreEmbedded(pgdata: string, file: string, progress: (line: string) => void, meter?: Progress): Promise<RestoreResult> {
+  return (await import('./admin/embedded-backup.ts')).restoreEmbedded(pgdata, file, progress, meter);
 }

@@ -73,6 +73,9 @@ test('a backup taken while the server runs restores and is served', async () => 
   assert.equal(result.restored, path.join(dataDir, 'pgdata'));
   assert.ok(fs.existsSync(result.previous), 'the replaced database is kept');
   assert.match(restored.stderr, /^restore: checking /m);
+  // Reading the backup is metered (plain lines here: stderr is no terminal), from 0 to the whole file.
+  assert.match(restored.stderr, /^restore: check \(MiB\) 0\/\d+ \(0%\)$/m);
+  assert.match(restored.stderr, /^restore: check \(MiB\) (\d+)\/\1 \(100%\)$/m);
   assert.match(restored.stderr, /^restore: loading the backup into /m);
   assert.match(restored.stderr, /^restore: restored into /m);
 

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { CliError, EXIT } from '../errors.ts';
+import { progressReporter } from '../progress.ts';
 import { configFromEnvironment, printedResult, type GlobalOptions } from '../run.ts';
 
 /** Progress goes to stderr, one plain line per step: stdout stays the result (and `--json` clean). */
@@ -42,7 +43,14 @@ export function registerBackup(program: Command): void {
       if (config.database.kind !== 'pglite') {
         throw new CliError('restore replaces the embedded database; on PostgreSQL use pg_restore (docs/operations.md)', 'not_embedded', EXIT.usage);
       }
-      const progress = progressOf('restore');
+      // Steps as plain lines (where the previous database went matters); reading the file, the
+      // long part of a large restore, as a bar on a terminal or tenths otherwise.
+      const reporter = progressReporter('restore');
+      const line = progressOf('restore');
+      const progress = (text: string) => {
+        reporter.stop();
+        line(text);
+      };
       const { acquireLock, DataDirBusy, restoreEmbedded } = await import('@fieldchart/server');
       let lock;
       try {
@@ -54,9 +62,11 @@ export function registerBackup(program: Command): void {
         throw err;
       }
       try {
-        const result = await restoreEmbedded(config.database.dataDir, path.resolve(file), progress).catch((err: unknown) => {
-          throw new CliError((err as Error).message, (err as { code?: string }).code ?? 'restore_failed', EXIT.failed);
-        });
+        const result = await restoreEmbedded(config.database.dataDir, path.resolve(file), progress, reporter.progress)
+          .catch((err: unknown) => {
+            throw new CliError((err as Error).message, (err as { code?: string }).code ?? 'restore_failed', EXIT.failed);
+          })
+          .finally(() => reporter.stop());
         const opts = cmd.optsWithGlobals<GlobalOptions>();
         process.stdout.write(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${result.restored}\n`);
       } finally {

@@ -1,12 +1,14 @@
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { Writable } from 'node:stream';
+import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { PGlite } from '@electric-sql/pglite';
 import { Invalid } from '../errors.ts';
 import { noProgress, type Progress } from '../progress.ts';
+
+const MIB = 1024 * 1024;
 
 export interface BackupResult {
   readonly file: string;
@@ -55,15 +57,28 @@ export interface RestoreResult {
  * with the live database untouched); then the live directory is moved aside and the restored
  * one takes its place.
  */
-export async function restoreEmbedded(pgdata: string, file: string, progress: (line: string) => void): Promise<RestoreResult> {
+export async function restoreEmbedded(pgdata: string, file: string, progress: (line: string) => void, meter: Progress = noProgress): Promise<RestoreResult> {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const staging = `${pgdata}.restoring-${stamp}`;
   progress(`checking ${file}`);
+  // Checking reads the whole file: on a large backup that is the long part, metered in MiB.
+  const total = Math.ceil((await fs.stat(file).catch(() => ({ size: 0 }))).size / MIB);
+  let read = 0;
+  const counted = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      const before = Math.floor(read / MIB);
+      read += chunk.length;
+      if (Math.floor(read / MIB) > before) meter({ step: 'check (MiB)', done: Math.floor(read / MIB), total });
+      done(null, chunk);
+    },
+  });
+  meter({ step: 'check (MiB)', done: 0, total });
   // The whole gzip stream, CRC and length included, before PGlite sees it: its loader throws a
   // truncated archive's error where no caller can catch it.
-  await pipeline(createReadStream(file), createGunzip(), new Writable({ write: (_chunk, _enc, done) => done() })).catch((err: unknown) => {
+  await pipeline(createReadStream(file), counted, createGunzip(), new Writable({ write: (_chunk, _enc, done) => done() })).catch((err: unknown) => {
     throw new Invalid(`not a usable backup: ${(err as Error).message}`, {}, 'invalid_backup');
   });
+  meter({ step: 'check (MiB)', done: total, total });
   const blob = new Blob([await fs.readFile(file)]);
   progress(`loading the backup into ${staging}`);
   try {
