@@ -6,7 +6,7 @@
  * like any other query. Rows come back as JSON and are mapped to drizzle's row types by the
  * table's own column decoders.
  */
-import { getTableColumns, type SQL } from 'drizzle-orm';
+import { fillPlaceholders, getTableColumns, sql, type SQL } from 'drizzle-orm';
 import { PgDialect, type PgTable } from 'drizzle-orm/pg-core';
 import { rowsOf, type Db } from './database.ts';
 
@@ -26,4 +26,30 @@ export function rowFromJson<T extends PgTable>(table: T, json: Record<string, un
     out[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
   }
   return out as T['$inferSelect'];
+}
+
+/** A uuid, a date (YYYY-MM-DD) or a snapshot (xmin:xmax:xip,…): nothing to quote. */
+const INLINE_SAFE = /^[0-9A-Za-z:,-]*$/;
+
+/**
+ * A drizzle prepared query on a one-session database (PGlite), which parses and plans every
+ * extended-protocol statement again: an SQL-level `PREPARE` (once per session), run by
+ * `EXECUTE`. EXECUTE takes no bind parameters, only literals, so every value must be of a
+ * closed form — a uuid, a date or a snapshot, validated where it came in — and anything else
+ * is refused rather than quoted.
+ */
+export function sessionPrepared<R>(db: Db, name: string, query: { readonly sql: string; readonly params: readonly unknown[] }) {
+  let prepared: Promise<void> | null = null;
+  return async (values: Record<string, unknown>): Promise<R[]> => {
+    if (!prepared) {
+      prepared = db.execute(sql.raw(`prepare ${name} as ${query.sql}`)).then(() => {});
+      prepared.catch(() => (prepared = null));
+    }
+    await prepared;
+    const args = fillPlaceholders([...query.params], values).map((v) => {
+      if (typeof v !== 'string' || !INLINE_SAFE.test(v)) throw new Error(`${name}: a parameter of an unexpected form`);
+      return `'${v}'`;
+    });
+    return rowsOf<R>(await db.execute(sql.raw(`execute ${name}(${args.join(', ')})`)));
+  };
 }

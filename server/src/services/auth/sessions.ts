@@ -1,11 +1,13 @@
 import { and, eq, isNull, ne, sql } from 'drizzle-orm';
 import { clinicianSettings, organizationMembers, refreshTokens, sessions, users } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
+import { sessionPrepared } from '../../db/one-statement.ts';
 import { addSeconds, type Clock } from '../../clock.ts';
 import { Unauthorized } from '../../errors.ts';
 import type { AccessTokens } from '../../security/access-tokens.ts';
 import { newOpaqueToken, sha256 } from '../../security/random-tokens.ts';
 import { DEFAULT_TIME_ZONE } from '../clinician-settings.ts';
+import { isUuid } from '../ids.ts';
 
 export interface TokenPair {
   readonly token: string;
@@ -32,7 +34,7 @@ export interface Caller extends Principal {
 /** Longer strings are refused without a lookup (issued tokens are far shorter). */
 const MAX_REFRESH_TOKEN_CHARS = 512;
 
-export function createSessions(deps: { db: Db; clock: Clock; accessTokens: AccessTokens; refreshTtlSeconds: number }) {
+export function createSessions(deps: { db: Db; clock: Clock; accessTokens: AccessTokens; refreshTtlSeconds: number; oneSession?: boolean }) {
   const { clock, accessTokens } = deps;
   // Every authenticated request runs this: the live session, the enabled user, the seat and
   // the time zone in one statement, prepared once (a named statement on PostgreSQL).
@@ -50,6 +52,20 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
     .leftJoin(clinicianSettings, eq(clinicianSettings.userId, users.id))
     .where(and(eq(sessions.id, sql.placeholder('sessionId')), eq(sessions.userId, sql.placeholder('userId'))))
     .prepare('session_check');
+  type SessionRow = Awaited<ReturnType<typeof sessionCheck.execute>>[number];
+  // On PGlite, which would plan it again on every request: prepared in SQL once per session.
+  // EXECUTE's rows are named by column, not by the select's keys.
+  type RawSessionRow = { revoked_at: Date | null; disabled_at: Date | null; organization_id: string | null; role: string | null; time_zone: string | null };
+  const sessionRowOf = (r: RawSessionRow): SessionRow => ({
+    revokedAt: r.revoked_at,
+    disabledAt: r.disabled_at,
+    organizationId: r.organization_id,
+    role: r.role,
+    timeZone: r.time_zone,
+  });
+  const onOneSession = deps.oneSession ? sessionPrepared<RawSessionRow>(deps.db, 'session_check', sessionCheck.getQuery()) : null;
+  const checkSession = (values: { sessionId: string; userId: string }): Promise<SessionRow[]> =>
+    onOneSession ? onOneSession(values).then((rows) => rows.map(sessionRowOf)) : sessionCheck.execute(values);
 
   async function mintRefresh(tx: Db, sessionId: string, now: Date): Promise<string> {
     const refresh = newOpaqueToken();
@@ -80,7 +96,9 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
       const now = clock.now();
       const claims = await accessTokens.verify(token, now);
       if (!claims) throw new Unauthorized('Invalid or expired token', 'invalid_token');
-      const [row] = await sessionCheck.execute({ sessionId: claims.sessionId, userId: claims.userId });
+      // The claims are verified, and EXECUTE's literals must be uuids: anything else names no session.
+      if (!isUuid(claims.sessionId) || !isUuid(claims.userId)) throw new Unauthorized('Invalid or expired token', 'invalid_token');
+      const [row] = await checkSession({ sessionId: claims.sessionId, userId: claims.userId });
       if (!row || row.revokedAt) throw new Unauthorized('Invalid or expired token', 'invalid_token');
       if (row.disabledAt) throw new Unauthorized('This account is disabled', 'account_disabled');
       const seat = row.organizationId ? { organizationId: row.organizationId, role: row.role === 'admin' ? ('admin' as const) : ('member' as const) } : null;

@@ -11,7 +11,7 @@
  * functions as REST's — except timer events (no sealed PHI, most of a scope's rows), whose
  * change messages PostgreSQL writes itself.
  */
-import { and, eq, fillPlaceholders, getTableColumns, gte, isNull, lte, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
+import { and, eq, getTableColumns, gte, isNull, lte, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import { QueryBuilder, type AnyPgColumn, type PgTable } from 'drizzle-orm/pg-core';
 import {
   aiTranscriptions,
@@ -31,6 +31,7 @@ import {
 import type { Change, OrganizationConfigRow } from '@fieldchart/schema/sync';
 import { addDays, localDate } from '@fieldchart/schema/rules';
 import { rowsOf, type Db } from '../../db/database.ts';
+import { sessionPrepared } from '../../db/one-statement.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import { DEFAULT_TIME_ZONE } from '../clinician-settings.ts';
 import { notificationRecord } from '../notifications/notifications.ts';
@@ -238,8 +239,6 @@ function named(fields: Fields) {
 }
 
 type Mode = 'diff' | 'full';
-/** A uuid, a date (YYYY-MM-DD) or a snapshot (xmin:xmax:xip,…): nothing to quote. */
-const INLINE_SAFE = /^[0-9A-Za-z:,-]*$/;
 
 /**
  * The two statements, prepared once, so a poke costs one round trip and no planning. On
@@ -254,27 +253,13 @@ function preparedFeed(db: Db, oneSession: boolean) {
     diff: db.select(named(feedFields('diff'))).from(one).prepare('fieldchart_feed_diff'),
     full: db.select(named(feedFields('full'))).from(one).prepare('fieldchart_feed_full'),
   };
-  const prepared = new Map<Mode, Promise<void>>();
+  const executors = {
+    diff: sessionPrepared<Statement>(db, 'fieldchart_feed_diff', statements.diff.getQuery()),
+    full: sessionPrepared<Statement>(db, 'fieldchart_feed_full', statements.full.getQuery()),
+  };
   return async (mode: Mode, values: Record<string, unknown>): Promise<Statement | undefined> => {
-    const statement = statements[mode];
-    if (!oneSession) return (await statement.execute(values))[0] as Statement | undefined;
-    const name = `fieldchart_feed_${mode}`;
-    const query = statement.getQuery();
-    let done = prepared.get(mode);
-    if (!done) {
-      done = db.execute(sql.raw(`prepare ${name} as ${query.sql}`)).then(() => {});
-      prepared.set(mode, done);
-      done.catch(() => prepared.delete(mode));
-    }
-    await done;
-    // EXECUTE takes no bind parameters: its arguments are literals. Every value is a uuid, a
-    // date or a snapshot (validated where it came in), so only those characters are let through.
-    const args = fillPlaceholders(query.params, values).map((v) => {
-      if (typeof v !== 'string' || !INLINE_SAFE.test(v)) throw new Error('feed parameter of an unexpected form');
-      return `'${v}'`;
-    });
-    const [row] = rowsOf<Statement>(await db.execute(sql.raw(`execute ${name}(${args.join(', ')})`)));
-    return row;
+    if (!oneSession) return (await statements[mode].execute(values))[0] as Statement | undefined;
+    return (await executors[mode](values))[0];
   };
 }
 
