@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { killAllServers, runCli, spawnServer } from '../helpers/processes.ts';
-import { API, newAccount } from '../helpers/test-server.ts';
+import { killAllServers, runCli, spawnServer, apiRequest as http } from '../helpers/processes.ts';
+import { newAccount } from '../helpers/test-server.ts';
 
 const dirs: string[] = [];
 after(async () => {
@@ -23,13 +23,6 @@ function tempDir(tag: string): string {
   return d;
 }
 
-async function http(base: string, method: string, pathname: string, opts: { body?: unknown; token?: string } = {}) {
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (opts.body !== undefined) headers['content-type'] = 'application/json';
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  const res = await fetch(base + API + pathname, { method, headers, ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}) });
-  return { status: res.status, body: (await res.json()) as any };
-}
 
 const patientNames = async (base: string, token: string) => {
   const list = await http(base, 'GET', '/patient/my-patients', { token });

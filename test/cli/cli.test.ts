@@ -14,8 +14,8 @@ import postgres from 'postgres';
 import { lockFileOf } from '@fieldchart/server';
 import { backends } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { cliJson, deadPid, killAllServers, repoRoot, runCli, spawnServer, type ServerProcess } from '../helpers/processes.ts';
-import { API, newAccount, registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { cliJson, deadPid, killAllServers, repoRoot, runCli, spawnServer, type ServerProcess, apiRequest as http } from '../helpers/processes.ts';
+import { newAccount, registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 const tempDirs: string[] = [];
 function tempDir(): string {
@@ -34,17 +34,6 @@ const journal = JSON.parse(fs.readFileSync(path.join(repoRoot, 'server/migration
 };
 const schemaMigrations = journal.entries.length;
 
-async function http(base: string, method: string, pathname: string, opts: { body?: unknown; token?: string } = {}) {
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (opts.body !== undefined) headers['content-type'] = 'application/json';
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  const res = await fetch(base + API + pathname, {
-    method,
-    headers,
-    ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
 
 describe('fieldchart CLI: usage', () => {
   test('--help lists the commands, and every command has --help', async () => {

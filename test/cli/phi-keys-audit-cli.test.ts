@@ -11,8 +11,8 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { phiKeyFileOf } from '@fieldchart/server';
 import { backends } from '../helpers/backends.ts';
-import { cliJson, killAllServers, runCli, spawnServer } from '../helpers/processes.ts';
-import { API, newAccount, startTestServer } from '../helpers/test-server.ts';
+import { cliJson, killAllServers, runCli, spawnServer, apiRequest as http } from '../helpers/processes.ts';
+import { newAccount, startTestServer } from '../helpers/test-server.ts';
 
 const tempDirs: string[] = [];
 after(async () => {
@@ -20,13 +20,6 @@ after(async () => {
   for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
-async function http(base: string, method: string, pathname: string, opts: { body?: unknown; token?: string } = {}) {
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (opts.body !== undefined) headers['content-type'] = 'application/json';
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  const res = await fetch(base + API + pathname, { method, headers, ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}) });
-  return { status: res.status, body: (await res.json()) as any };
-}
 
 /** A clinician with a patient; answers what the checks need. */
 async function clinicianWithPatient(base: string, first: string) {

@@ -9,6 +9,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { eventually } from './eventually.ts';
+import { API } from './test-server.ts';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -178,4 +179,13 @@ export async function deadPid(): Promise<number> {
   const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
   await new Promise((resolve) => child.on('exit', resolve));
   return child.pid ?? 999_999;
+}
+
+/** One JSON request to a spawned server's API (its base URL), with an optional bearer token. */
+export async function apiRequest(base: string, method: string, pathname: string, opts: { body?: unknown; token?: string } = {}) {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  const res = await fetch(base + API + pathname, { method, headers, ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}) });
+  return { status: res.status, body: (await res.json()) as any };
 }
