@@ -1,7 +1,6 @@
-import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { Transform, Writable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { PGlite } from '@electric-sql/pglite';
@@ -61,25 +60,26 @@ export async function restoreEmbedded(pgdata: string, file: string, progress: (l
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const staging = `${pgdata}.restoring-${stamp}`;
   progress(`checking ${file}`);
-  // Checking reads the whole file: on a large backup that is the long part, metered in MiB.
-  const total = Math.ceil((await fs.stat(file).catch(() => ({ size: 0 }))).size / MIB);
-  let read = 0;
-  const counted = new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      const before = Math.floor(read / MIB);
-      read += chunk.length;
-      if (Math.floor(read / MIB) > before) meter({ step: 'check (MiB)', done: Math.floor(read / MIB), total });
-      done(null, chunk);
-    },
+  const unusable = (err: unknown) => new Invalid(`not a usable backup: ${(err as Error).message}`, {}, 'invalid_backup');
+  // Read once: PGlite loads it from memory after the check.
+  const bytes = await fs.readFile(file).catch((err: unknown) => {
+    throw unusable(err);
   });
-  meter({ step: 'check (MiB)', done: 0, total });
   // The whole gzip stream, CRC and length included, before PGlite sees it: its loader throws a
-  // truncated archive's error where no caller can catch it.
-  await pipeline(createReadStream(file), counted, createGunzip(), new Writable({ write: (_chunk, _enc, done) => done() })).catch((err: unknown) => {
-    throw new Invalid(`not a usable backup: ${(err as Error).message}`, {}, 'invalid_backup');
+  // truncated archive's error where no caller can catch it. The long part of a large restore,
+  // metered in MiB.
+  const total = Math.ceil(bytes.length / MIB);
+  function* inMiB() {
+    for (let at = 0; at < bytes.length; at += MIB) {
+      meter({ step: 'check (MiB)', done: at / MIB, total });
+      yield bytes.subarray(at, at + MIB);
+    }
+    meter({ step: 'check (MiB)', done: total, total });
+  }
+  await pipeline(Readable.from(inMiB()), createGunzip(), new Writable({ write: (_chunk, _enc, done) => done() })).catch((err: unknown) => {
+    throw unusable(err);
   });
-  meter({ step: 'check (MiB)', done: total, total });
-  const blob = new Blob([await fs.readFile(file)]);
+  const blob = new Blob([bytes]);
   progress(`loading the backup into ${staging}`);
   try {
     const db = await PGlite.create({ dataDir: staging, loadDataDir: blob });
@@ -87,7 +87,7 @@ export async function restoreEmbedded(pgdata: string, file: string, progress: (l
     await db.close();
   } catch (err) {
     await fs.rm(staging, { recursive: true, force: true });
-    throw new Invalid(`not a usable backup: ${(err as Error).message}`, {}, 'invalid_backup');
+    throw unusable(err);
   }
   let previous: string | null = `${pgdata}.before-restore-${stamp}`;
   try {
