@@ -1,12 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Unauthorized } from '../errors.ts';
-import type { Caller, Sessions } from '../services/auth/sessions.ts';
+import type { Caller, SessionExtra, Sessions } from '../services/auth/sessions.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** Routes that need no bearer token (spec: Authentication rule 7). */
     public?: boolean;
+    /** Facts the route answers from, selected with the session check (`principal.extra`). */
+    sessionExtra?: SessionExtra;
   }
   interface FastifyRequest {
     /** Set by the session check: who is calling, and their organization seat as of this request. */
@@ -38,7 +40,7 @@ export const authentication = fp(
       const match = header ? /^Bearer\s+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(header) : null;
       if (!match?.[1]) return refuse(request, new Unauthorized('Missing bearer token', 'missing_token'));
       try {
-        request.principal = await opts.sessions.authenticate(match[1]);
+        request.principal = await opts.sessions.authenticate(match[1], request.routeOptions.config.sessionExtra);
       } catch (err) {
         if (!(err instanceof Unauthorized)) throw err;
         await refuse(request, err);

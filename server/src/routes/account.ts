@@ -24,7 +24,8 @@ export const accountRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
 
   app.get('/my-profile', {
     schema: { tags, summary: "The caller's profile", response: { 200: envelope(userProfile), ...errors(401) } },
-    handler: async (req) => ok(await users.profile(principalOf(req).userId)),
+    config: { sessionExtra: users.profileExtra },
+    handler: async (req) => ok(await users.profileOf(principalOf(req))),
   });
 
   app.put('/update-basic-info', {

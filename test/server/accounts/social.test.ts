@@ -70,6 +70,10 @@ forEachBackend('accounts: social sign-in', (backend) => {
         assert.equal(r.user.has_password, false);
         assert.deepEqual(r.user.linked_providers, [provider]);
         await assertTokenWorks(server, r.token, r.user.uuid);
+        // GET /my-profile answers from the facts its session check selects: the same profile.
+        const mine = await server.api('GET', '/my-profile', { token: r.token });
+        assertOk(mine);
+        assert.deepEqual(mine.body.data, r.user);
 
         const signIn = await server.api('POST', '/sign-in/social', {
           body: body(provider, await idp.sign({ sub, email, email_verified: true }), email),

@@ -1,4 +1,4 @@
-import { and, eq, isNull, ne, sql } from 'drizzle-orm';
+import { and, eq, isNull, ne, sql, type SQL } from 'drizzle-orm';
 import { clinicianSettings, organizationMembers, refreshTokens, sessions, users } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
 import { sessionPrepared } from '../../db/one-statement.ts';
@@ -25,6 +25,18 @@ export interface Caller extends Principal {
   readonly seat: { readonly organizationId: string; readonly role: 'member' | 'admin' } | null;
   /** The clinician's time zone (their settings, or the default): what "today" is for them. */
   readonly timeZone: string;
+  /** The route's `SessionExtra`, as selected with the check (null when the route names none). */
+  readonly extra: unknown;
+}
+
+/**
+ * A route's own facts, selected beside the session check over its row of `users`, so that a
+ * route answering from the caller's own rows (GET /my-profile) costs one statement in all.
+ */
+export interface SessionExtra {
+  /** The statement's name: one prepared statement per extra. */
+  readonly name: string;
+  readonly column: SQL;
 }
 
 /**
@@ -37,35 +49,49 @@ const MAX_REFRESH_TOKEN_CHARS = 512;
 export function createSessions(deps: { db: Db; clock: Clock; accessTokens: AccessTokens; refreshTtlSeconds: number; oneSession?: boolean }) {
   const { clock, accessTokens } = deps;
   // Every authenticated request runs this: the live session, the enabled user, the seat and
-  // the time zone in one statement, prepared once (a named statement on PostgreSQL).
-  const sessionCheck = deps.db
-    .select({
-      revokedAt: sessions.revokedAt,
-      disabledAt: users.disabledAt,
-      organizationId: organizationMembers.organizationId,
-      role: organizationMembers.role,
-      timeZone: clinicianSettings.timeZone,
-    })
-    .from(sessions)
-    .innerJoin(users, eq(users.id, sessions.userId))
-    .leftJoin(organizationMembers, eq(organizationMembers.userId, users.id))
-    .leftJoin(clinicianSettings, eq(clinicianSettings.userId, users.id))
-    .where(and(eq(sessions.id, sql.placeholder('sessionId')), eq(sessions.userId, sql.placeholder('userId'))))
-    .prepare('session_check');
-  type SessionRow = Awaited<ReturnType<typeof sessionCheck.execute>>[number];
+  // the time zone in one statement, prepared once (a named statement on PostgreSQL), with the
+  // route's extra column when it names one (null otherwise).
+  const prepareCheck = (name: string, extra: SQL | null) =>
+    deps.db
+      .select({
+        revokedAt: sessions.revokedAt,
+        disabledAt: users.disabledAt,
+        organizationId: organizationMembers.organizationId,
+        role: organizationMembers.role,
+        timeZone: clinicianSettings.timeZone,
+        extra: sql<unknown>`${extra ?? sql`null`}`.as('extra'),
+      })
+      .from(sessions)
+      .innerJoin(users, eq(users.id, sessions.userId))
+      .leftJoin(organizationMembers, eq(organizationMembers.userId, users.id))
+      .leftJoin(clinicianSettings, eq(clinicianSettings.userId, users.id))
+      .where(and(eq(sessions.id, sql.placeholder('sessionId')), eq(sessions.userId, sql.placeholder('userId'))))
+      .prepare(name);
+  type SessionRow = Awaited<ReturnType<ReturnType<typeof prepareCheck>['execute']>>[number];
   // On PGlite, which would plan it again on every request: prepared in SQL once per session.
   // EXECUTE's rows are named by column, not by the select's keys.
-  type RawSessionRow = { revoked_at: Date | null; disabled_at: Date | null; organization_id: string | null; role: string | null; time_zone: string | null };
+  type RawSessionRow = { revoked_at: Date | null; disabled_at: Date | null; organization_id: string | null; role: string | null; time_zone: string | null; extra: unknown };
   const sessionRowOf = (r: RawSessionRow): SessionRow => ({
     revokedAt: r.revoked_at,
     disabledAt: r.disabled_at,
     organizationId: r.organization_id,
     role: r.role,
     timeZone: r.time_zone,
+    extra: r.extra,
   });
-  const onOneSession = deps.oneSession ? sessionPrepared<RawSessionRow>(deps.db, 'session_check', sessionCheck.getQuery()) : null;
-  const checkSession = (values: { sessionId: string; userId: string }): Promise<SessionRow[]> =>
-    onOneSession ? onOneSession(values).then((rows) => rows.map(sessionRowOf)) : sessionCheck.execute(values);
+  type Check = (values: { sessionId: string; userId: string }) => Promise<SessionRow[]>;
+  const checkOf = (name: string, extra: SQL | null): Check => {
+    const query = prepareCheck(name, extra);
+    const onOneSession = deps.oneSession ? sessionPrepared<RawSessionRow>(deps.db, name, query.getQuery()) : null;
+    return (values) => (onOneSession ? onOneSession(values).then((rows) => rows.map(sessionRowOf)) : query.execute(values));
+  };
+  const checks = new Map<string, Check>([['session_check', checkOf('session_check', null)]]);
+  const checkFor = (extra: SessionExtra | undefined): Check => {
+    const name = extra?.name ?? 'session_check';
+    let check = checks.get(name);
+    if (!check) checks.set(name, (check = checkOf(name, extra?.column ?? null)));
+    return check;
+  };
 
   async function mintRefresh(tx: Db, sessionId: string, now: Date): Promise<string> {
     const refresh = newOpaqueToken();
@@ -91,18 +117,18 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
       return { token: access.token, refresh_token: refresh, expires_in: access.expiresIn };
     },
 
-    /** Verifies a bearer token against its signature and the live session; answers the caller with their seat. */
-    async authenticate(token: string): Promise<Caller> {
+    /** Verifies a bearer token against its signature and the live session; answers the caller with their seat (and `extra`'s facts). */
+    async authenticate(token: string, extra?: SessionExtra): Promise<Caller> {
       const now = clock.now();
       const claims = await accessTokens.verify(token, now);
       if (!claims) throw new Unauthorized('Invalid or expired token', 'invalid_token');
       // The claims are verified, and EXECUTE's literals must be uuids: anything else names no session.
       if (!isUuid(claims.sessionId) || !isUuid(claims.userId)) throw new Unauthorized('Invalid or expired token', 'invalid_token');
-      const [row] = await checkSession({ sessionId: claims.sessionId, userId: claims.userId });
+      const [row] = await checkFor(extra)({ sessionId: claims.sessionId, userId: claims.userId });
       if (!row || row.revokedAt) throw new Unauthorized('Invalid or expired token', 'invalid_token');
       if (row.disabledAt) throw new Unauthorized('This account is disabled', 'account_disabled');
       const seat = row.organizationId ? { organizationId: row.organizationId, role: row.role === 'admin' ? ('admin' as const) : ('member' as const) } : null;
-      return { userId: claims.userId, sessionId: claims.sessionId, seat, timeZone: row.timeZone ?? DEFAULT_TIME_ZONE };
+      return { userId: claims.userId, sessionId: claims.sessionId, seat, timeZone: row.timeZone ?? DEFAULT_TIME_ZONE, extra: row.extra ?? null };
     },
 
     /** Whether a session still admits its user (the sync channel re-checks open sockets). */

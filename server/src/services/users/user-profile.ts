@@ -29,26 +29,37 @@ export async function profileOf(db: Db, u: UserRow, now: Date): Promise<UserProf
   return profileFrom(u, login, identities.map((i) => i.provider));
 }
 
+/** What GET /my-profile is made of, as `profileFacts` selects it. */
+export interface ProfileFacts {
+  readonly u: Record<string, unknown>;
+  readonly providers: string[];
+  readonly seated: boolean;
+  readonly purchase: string | null;
+}
+
 /**
- * GET /my-profile in one prepared statement: the user row, their sign-in providers and the
- * facts of their subscription status (seat, current purchase — as readSubscription reads
- * them), decided by the one rule. Null when there is no such user.
+ * The facts of GET /my-profile as one JSON value over a row of `users` in scope: the user row,
+ * their sign-in providers and the facts of their subscription status (seat, current purchase
+ * — as readSubscription reads them). Selected beside the session check (one statement per
+ * request) or on its own (readProfile).
  */
+export const profileFacts = sql<ProfileFacts>`json_build_object('u', to_json(users),
+    'providers', coalesce((select json_agg(i.provider) from user_identities i where i.user_id = users.id), '[]'),
+    'seated', exists (select 1 from organization_members m where m.user_id = users.id),
+    'purchase', (select p.expires_at from store_purchases p where p.user_id = users.id and p.revoked_at is null order by p.expires_at desc limit 1))`;
+
+/** The profile from its facts, the status decided by the one rule as of `now`. */
+export function profileFromFacts(facts: ProfileFacts, now: Date): UserProfile {
+  const u = rowFromJson(users, facts.u);
+  const purchase = facts.purchase === null ? null : { expiresAt: new Date(facts.purchase) };
+  const subscription_status = subscriptionStatusOf({ trialEndsAt: u.trialEndsAt, purchase, seated: facts.seated, now });
+  return profileFrom(u, { uuid: u.id, first_name: u.firstName, last_name: u.lastName, email: u.email, subscription_status }, facts.providers);
+}
+
+/** GET /my-profile's facts in one prepared statement, for a caller not checked with them. Null when there is no such user. */
 export async function readProfile(db: Db, userId: string, now: Date): Promise<UserProfile | null> {
-  const [row] = await runPrepared<{ r: { u: Record<string, unknown>; providers: string[]; seated: boolean; purchase: string | null } }>(
-    db,
-    'my_profile',
-    sql`select json_build_object('u', to_json(u),
-        'providers', coalesce((select json_agg(i.provider) from user_identities i where i.user_id = u.id), '[]'),
-        'seated', exists (select 1 from organization_members m where m.user_id = u.id),
-        'purchase', (select p.expires_at from store_purchases p where p.user_id = u.id and p.revoked_at is null order by p.expires_at desc limit 1)) as r
-      from users u where u.id = ${userId}::uuid`,
-  );
-  if (!row) return null;
-  const u = rowFromJson(users, row.r.u);
-  const purchase = row.r.purchase === null ? null : { expiresAt: new Date(row.r.purchase) };
-  const subscription_status = subscriptionStatusOf({ trialEndsAt: u.trialEndsAt, purchase, seated: row.r.seated, now });
-  return profileFrom(u, { uuid: u.id, first_name: u.firstName, last_name: u.lastName, email: u.email, subscription_status }, row.r.providers);
+  const [row] = await runPrepared<{ r: ProfileFacts }>(db, 'my_profile', sql`select ${profileFacts} as r from users where users.id = ${userId}::uuid`);
+  return row ? profileFromFacts(row.r, now) : null;
 }
 
 function profileFrom(u: UserRow, login: LoginData, providers: readonly string[]): UserProfile {

@@ -4,10 +4,10 @@ import type { UserProfile } from '@fieldchart/schema/api';
 import { isUniqueViolation, type Db } from '../../db/database.ts';
 import type { Clock } from '../../clock.ts';
 import { Invalid, NotFound } from '../../errors.ts';
-import type { Sessions } from '../auth/sessions.ts';
+import type { Caller, SessionExtra, Sessions } from '../auth/sessions.ts';
 import type { JoinRequests } from '../organizations/join-requests.ts';
 import { readSubscriptionStatuses } from '../subscriptions/subscription-facts.ts';
-import { findUserByEmail, findUserById, profileOf, readProfile } from './user-profile.ts';
+import { findUserByEmail, findUserById, profileFacts, profileFromFacts, profileOf, readProfile, type ProfileFacts } from './user-profile.ts';
 import { isUuid } from '../ids.ts';
 
 export interface BasicInfo {
@@ -46,6 +46,15 @@ export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions; jo
   }
 
   return {
+    /** Selected with the session check of GET /my-profile: the profile costs no statement of its own. */
+    profileExtra: { name: 'session_check_profile', column: profileFacts } satisfies SessionExtra,
+
+    /** The caller's profile from the facts their session check brought, or read when it brought none. */
+    async profileOf(caller: Caller): Promise<UserProfile> {
+      if (caller.extra === null) return this.profile(caller.userId);
+      return profileFromFacts(caller.extra as ProfileFacts, clock.now());
+    },
+
     async profile(userId: string): Promise<UserProfile> {
       const profile = await readProfile(db, userId, clock.now());
       if (!profile) throw new NotFound('User not found', 'user_not_found');
