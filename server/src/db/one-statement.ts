@@ -1,20 +1,74 @@
 /**
  * Hot paths that answer in one statement (a read with its children as JSON and its audit row
- * in a data-modifying CTE): the SQL runs through drizzle's own prepared-query path, so on
- * PostgreSQL postgres.js keeps it as a named statement per connection — parsed and planned
- * once, no describe round trip — and inside a unit of work it runs on the ambient transaction
- * like any other query. Rows come back as JSON and are mapped to drizzle's row types by the
- * table's own column decoders.
+ * in a data-modifying CTE): the SQL runs as a statement parsed and planned once per database
+ * session. On PostgreSQL that is drizzle's own prepared-query path (postgres.js keeps it as a
+ * named statement per connection, no describe round trip), and inside a unit of work it runs
+ * on the ambient transaction like any other query. PGlite parses and plans every
+ * extended-protocol statement again, so there the statement is prepared in SQL (`PREPARE`)
+ * once per session and run by `EXECUTE`. Rows come back as JSON and are mapped to drizzle's row
+ * types by the table's own column decoders.
  */
-import { fillPlaceholders, getTableColumns, sql, type SQL } from 'drizzle-orm';
+import { fillPlaceholders, getTableColumns, is, sql, type SQL } from 'drizzle-orm';
 import { PgDialect, type PgTable } from 'drizzle-orm/pg-core';
+import { PgliteSession } from 'drizzle-orm/pglite';
+import pg from 'pg';
 import { rowsOf, type Db } from './database.ts';
+import { prepareValue } from './pg-wire-values.ts';
 
 const dialect = new PgDialect();
 
+/**
+ * A parameter as an SQL literal for `EXECUTE`, which takes no bind parameters: the text `pg`
+ * would send for it (its own encoder), quoted by `pg`'s own `escapeLiteral`; bytes as a bytea
+ * hex literal. The literal is coerced to the type PREPARE inferred for the parameter, as a
+ * bound text value would be.
+ */
+function literalOf(value: unknown): string {
+  const text = prepareValue(value);
+  if (text === null) return 'NULL';
+  return pg.escapeLiteral(typeof text === 'string' ? text : `\\x${text.toString('hex')}`);
+}
+
+const executeSql = (statement: string, params: readonly unknown[]) =>
+  sql.raw(params.length === 0 ? `execute ${statement}` : `execute ${statement}(${params.map(literalOf).join(', ')})`);
+
+/** Statements PREPAREd per PGlite session (the instance), by SQL text. Bounded: past it, statements run unprepared. */
+const sessionStatements = new WeakMap<object, Map<string, Promise<string>>>();
+const MAX_SESSION_STATEMENTS = 256;
+
+/**
+ * The PGlite instance `db` runs on when it is the database itself, outside a transaction;
+ * null on PostgreSQL and inside a transaction (PGlite's transaction object does not name its
+ * database, and the statement runs as drizzle prepares it there).
+ */
+function pgliteSessionOf(db: Db): object | null {
+  const session: unknown = db._.session;
+  if (!is(session, PgliteSession)) return null;
+  const client: unknown = (session as unknown as { client: unknown }).client;
+  return typeof client === 'object' && client !== null && 'transaction' in client ? client : null;
+}
+
+function statementOn(db: Db, session: object, text: string): Promise<string> | null {
+  let statements = sessionStatements.get(session);
+  if (!statements) sessionStatements.set(session, (statements = new Map()));
+  const known = statements.get(text);
+  if (known) return known;
+  if (statements.size >= MAX_SESSION_STATEMENTS) return null;
+  const name = `fieldchart_s${statements.size + 1}`;
+  const prepared = db.execute(sql.raw(`prepare ${name} as ${text}`)).then(() => name);
+  statements.set(text, prepared);
+  // A failed PREPARE (the database closing) is tried again by the next call.
+  prepared.catch(() => statements.delete(text));
+  return prepared;
+}
+
 /** Runs `query` as a prepared statement on `db` (the pool or the ambient transaction) and answers its rows. */
 export async function runPrepared<T>(db: Db, name: string, query: SQL): Promise<T[]> {
-  const prepared = db._.session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false);
+  const built = dialect.sqlToQuery(query);
+  const session = pgliteSessionOf(db);
+  const statement = session ? statementOn(db, session, built.sql) : null;
+  if (statement) return rowsOf<T>(await db.execute(executeSql(await statement, built.params)));
+  const prepared = db._.session.prepareQuery(built, undefined, name, false);
   return rowsOf<T>(await prepared.execute());
 }
 
@@ -28,15 +82,11 @@ export function rowFromJson<T extends PgTable>(table: T, json: Record<string, un
   return out as T['$inferSelect'];
 }
 
-/** A uuid, a date (YYYY-MM-DD) or a snapshot (xmin:xmax:xip,…): nothing to quote. */
-const INLINE_SAFE = /^[0-9A-Za-z:,-]*$/;
-
 /**
- * A drizzle prepared query on a one-session database (PGlite), which parses and plans every
- * extended-protocol statement again: an SQL-level `PREPARE` (once per session), run by
- * `EXECUTE`. EXECUTE takes no bind parameters, only literals, so every value must be of a
- * closed form — a uuid, a date or a snapshot, validated where it came in — and anything else
- * is refused rather than quoted.
+ * A drizzle prepared query with placeholders on a one-session database (PGlite), prepared in
+ * SQL once per session under `name` and run by `EXECUTE` with the placeholders' values — on
+ * whatever `db` is at the call (the database or the ambient transaction): the caller holds one
+ * per database.
  */
 export function sessionPrepared<R>(db: Db, name: string, query: { readonly sql: string; readonly params: readonly unknown[] }) {
   let prepared: Promise<void> | null = null;
@@ -46,10 +96,6 @@ export function sessionPrepared<R>(db: Db, name: string, query: { readonly sql: 
       prepared.catch(() => (prepared = null));
     }
     await prepared;
-    const args = fillPlaceholders([...query.params], values).map((v) => {
-      if (typeof v !== 'string' || !INLINE_SAFE.test(v)) throw new Error(`${name}: a parameter of an unexpected form`);
-      return `'${v}'`;
-    });
-    return rowsOf<R>(await db.execute(sql.raw(`execute ${name}(${args.join(', ')})`)));
+    return rowsOf<R>(await db.execute(executeSql(name, fillPlaceholders([...query.params], values))));
   };
 }

@@ -8,7 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
 import { createPatient, scheduleVisit, details, timerEvent } from './visit-fixtures.ts';
@@ -20,23 +21,41 @@ import { systemClock } from '../../../server/src/clock.ts';
 
 const at = (minute: number) => new Date(Date.parse('2026-11-20T14:00:00Z') + minute * 60_000).toISOString();
 
+const dialect = new PgDialect();
+
+/** The optimistic write: it applies only where the visit's row_version is still the one read. */
+const isOptimisticWrite = (text: string) => /row_version = \$\d+::bigint/.test(text) && text.includes('jsonb_to_recordset');
+
 /**
  * `db` with one difference: right before the optimistic write statement runs, another writer
  * changes the visit (`race`, by default an update that only moves its row_version on), so
- * that write finds nothing to do.
+ * that write finds nothing to do. The write is recognised by its SQL wherever it runs: as
+ * drizzle's prepared query (PostgreSQL) or as the EXECUTE of a statement PREPAREd in SQL
+ * (PGlite), whose text the session's pg_prepared_statements names.
  */
 function racingDb(db: Db, visitId: string, counter: { lost: number }, race?: (try_: number) => Promise<unknown>): Db {
+  const interfere = async () => {
+    await (race ? race(counter.lost) : db.execute(sql`update visits set updated_at = updated_at where id = ${visitId}::uuid`));
+    counter.lost++;
+  };
+  const writes = new Map<string, boolean>();
+  const isWriteStatement = async (name: string) => {
+    if (!writes.has(name)) {
+      const [row] = rowsOf<{ statement: string }>(await db.execute(sql`select statement from pg_prepared_statements where name = ${name}`));
+      writes.set(name, isOptimisticWrite(row?.statement ?? ''));
+    }
+    return writes.get(name) === true;
+  };
   const session = db._.session;
   const racingSession = new Proxy(session, {
     get(target, prop, receiver) {
       if (prop !== 'prepareQuery') return Reflect.get(target, prop, receiver);
       return (...args: Parameters<typeof session.prepareQuery>) => {
         const prepared = target.prepareQuery(...args);
-        if (args[2] !== 'timer_store_if_unchanged') return prepared;
+        if (!isOptimisticWrite(args[0].sql)) return prepared;
         const execute = prepared.execute.bind(prepared);
         prepared.execute = (async (placeholders?: Record<string, unknown>) => {
-          await (race ? race(counter.lost) : db.execute(sql`update visits set updated_at = updated_at where id = ${visitId}::uuid`));
-          counter.lost++;
+          await interfere();
           return execute(placeholders);
         }) as typeof prepared.execute;
         return prepared;
@@ -47,6 +66,13 @@ function racingDb(db: Db, visitId: string, counter: { lost: number }, race?: (tr
   return new Proxy(db, {
     get(target, prop) {
       if (prop === '_') return internals;
+      if (prop === 'execute') {
+        return async (query: SQL) => {
+          const executed = /^execute (\w+)/.exec(dialect.sqlToQuery(query).sql);
+          if (executed?.[1] && (await isWriteStatement(executed[1]))) await interfere();
+          return target.execute(query);
+        };
+      }
       const value = Reflect.get(target, prop, target);
       return typeof value === 'function' ? value.bind(target) : value;
     },

@@ -122,7 +122,7 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
       const now = clock.now();
       const claims = await accessTokens.verify(token, now);
       if (!claims) throw new Unauthorized('Invalid or expired token', 'invalid_token');
-      // The claims are verified, and EXECUTE's literals must be uuids: anything else names no session.
+      // The claims are verified; an id that is not a uuid names no session (and is not worth a lookup).
       if (!isUuid(claims.sessionId) || !isUuid(claims.userId)) throw new Unauthorized('Invalid or expired token', 'invalid_token');
       const [row] = await checkFor(extra)({ sessionId: claims.sessionId, userId: claims.userId });
       if (!row || row.revokedAt) throw new Unauthorized('Invalid or expired token', 'invalid_token');
