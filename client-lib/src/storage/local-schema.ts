@@ -34,7 +34,7 @@ export type LocalMigration = string | { readonly run: (tx: MigrationTx) => Promi
  * From migration 3 on, every value that holds PHI (or the session's tokens) is sealed
  * (AES-256-GCM, row-cipher.ts) in a `sealed` bytea column; the columns left clear are the keys
  * reads filter on (ids, dates, table names, states, counters). Migration 3 seals what an older
- * device holds; migration 4 rewrites the tables so their clear copies leave the files.
+ * device holds; migration 4 makes their clear copies leave the files (dead rows, WAL).
  */
 export const MIGRATIONS: readonly LocalMigration[] = [
   `
@@ -106,9 +106,21 @@ export const MIGRATIONS: readonly LocalMigration[] = [
   );
   `,
   { run: sealPhi },
-  // The tables are rewritten (the old files, clear values in dead rows, are unlinked) and a
-  // checkpoint lets the WAL that carried the clear values be recycled.
-  { outsideTransaction: ['vacuum full meta, feed_rows, feed_staging, outbox, rejections, failures, draft_updates', 'checkpoint'] },
+  // The clear values also sit in dead rows and in the WAL that carried them. The tables are
+  // rewritten (their old files unlinked); the WAL moves on to new segments twice, and the
+  // checkpoints remove the old ones — unlinked, not recycled: a recycled segment is renamed
+  // with its old bytes in it.
+  {
+    outsideTransaction: [
+      'vacuum full meta, feed_rows, feed_staging, outbox, rejections, failures, draft_updates',
+      'set wal_recycle = off',
+      'select pg_switch_wal()',
+      'checkpoint',
+      'select pg_switch_wal()',
+      'checkpoint',
+      'reset wal_recycle',
+    ],
+  },
 ];
 
 /** Migration 3: every PHI value into a sealed column, the clear column dropped. */
