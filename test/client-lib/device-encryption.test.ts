@@ -4,12 +4,15 @@
  * outbox) are found in no stored byte of the data directory — in any common encoding — once
  * the client is closed; the key file is 0600; reopened, the client reads them all back. After
  * sign-out the device key is replaced: the old key's bytes are gone, and so is every canary.
+ * A device whose account is disabled on the server wipes itself when it next connects, and
+ * uploads nothing further.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
+import { sql } from 'drizzle-orm';
 import { KEY_FILE } from '../../client-lib/src/platform/device-key-node.ts';
 import { forEachBackend } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -94,6 +97,50 @@ forEachBackend('PHI on the device', (backend) => {
       assert.equal(newKey.length, 32);
       assert.notDeepEqual(newKey, oldKey, 'a new key');
       assert.equal(fs.statSync(keyFile).mode & 0o777, 0o600);
+    } finally {
+      await client.close().catch(() => {});
+      await proxy.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a device whose account was disabled wipes itself on its next connection, uploading nothing further', async () => {
+    const user = await utcClinician(server);
+    const tag = randomUUID().replaceAll('-', '').slice(0, 10);
+    const canary = { first: `Revokaby${tag}`, phone: `+1 312 555 ${tag.slice(0, 4)}r${tag.slice(4)}`, pendingPhone: `+1 773 555 ${tag.slice(0, 4)}z${tag.slice(4)}` };
+    const proxy = await startTcpProxy(server.url);
+    const dir = tempDataDir();
+    const client = await openClient(proxy.url, dir, { submitWaitMs: 60_000 });
+    try {
+      await client.signIn({ email: user.email, password: user.password });
+      const patient = await client.patients.create({ first_name: canary.first, last_name: 'Canary', phone: canary.phone });
+      await client.sync.whenSynced(WAIT);
+      const oldKey = fs.readFileSync(path.join(dir, KEY_FILE));
+
+      proxy.cut();
+      await eventually(() => assert.equal(client.sync.status.connected, false), WAIT);
+      await client.patients.update(patient.uuid, { phone: canary.pendingPhone });
+      assert.equal(client.sync.status.pending, 1);
+      await server.runtime.database.db.execute(sql`update users set disabled_at = now() where id = ${user.uuid}`);
+
+      proxy.restore();
+      await eventually(() => assert.equal(client.sync.status.halted, 'account_disabled'), WAIT);
+      await eventually(async () => {
+        assert.deepEqual(await client.patients.list(), []);
+        assert.equal(client.sync.status.pending, 0);
+      }, WAIT);
+      assert.equal(client.sync.status.signedIn, false);
+      await client.close();
+      assert.deepEqual(findTexts(dir, Object.values(canary)), [], 'no canary left on the device');
+      assert.deepEqual(findBytes(dir, oldKey), [], 'the old key is nowhere');
+
+      // The queued write never reached the server.
+      await server.runtime.database.db.execute(sql`update users set disabled_at = null where id = ${user.uuid}`);
+      const signIn = await server.api('POST', '/sign-in', { body: { email: user.email, password: user.password } });
+      assert.equal(signIn.status, 200, JSON.stringify(signIn.body));
+      const mine = await server.api('GET', '/patient/my-patients?per_page=50', { token: signIn.body.data.token as string });
+      const row = (mine.body.data as { uuid: string; phone: string | null }[]).find((x) => x.uuid === patient.uuid);
+      assert.equal(row?.phone, canary.phone);
     } finally {
       await client.close().catch(() => {});
       await proxy.close();
