@@ -87,8 +87,8 @@ const KEY_CHECK = new TextEncoder().encode('fieldchart device key');
 const KEY_CHECK_AD = ad('device_key_check');
 
 export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions = {}): Promise<LocalDb> {
-  const pg = await openPglite(dataDir, options);
   const keys = options.keyStore ?? deviceKeyStoreFor(dataDir);
+  const pg = await openPglite(dataDir, options);
   const makeCipher = options.makeCipher ?? aesGcmCipher;
   let cipher: RowCipher;
   /** Rethrows a storage failure as a {@link StorageError} (and reports it), anything else as it is. */
@@ -147,7 +147,7 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
     close: () => pg.close(),
   };
   try {
-    cipher = await unlock(pg, keys, makeCipher);
+    cipher = await guarded(unlock(pg, keys, makeCipher));
     await guarded(migrate(pg, () => cipher));
   } catch (err) {
     await pg.close().catch(() => {});
