@@ -124,6 +124,10 @@ export function figuresOf(result: Json): Figure[] {
         row('server RSS, last third vs middle third', `${fmt(num(result.rssGrowthLastThird) * 100, 1)} % growth`, 'the same run’s middle third', result.rssFlat === true ? 'flat' : 'growing'),
       ];
     }
+    case 'device-cache':
+      return list(result.results)
+        .filter((r) => typeof r.sealedMs === 'number')
+        .map((r) => row(`${str(r.name)}, AES-256-GCM device key`, ms(num(r.sealedMs)), `no encryption, same run ${ms(num(r.plainMs))}`, `${x(num(r.ratio))} time`));
     case 'ai-structurer':
       return list(result.rows).map((r) => row(`${str(r.name)} p50`, ms(num(r.p50_ms)), 'none (absolute; aim < 1 s per note)', '—'));
     default: {

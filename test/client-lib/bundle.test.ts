@@ -77,6 +77,8 @@ test('the offline client comes with its browser pieces: PGlite, Yjs, the global 
   assert.ok(inputs.some((p) => p.startsWith('node_modules/yjs/')), 'Yjs drafts');
   assert.ok(inputs.includes('client-lib/src/platform/websocket-browser.ts'));
   assert.ok(!inputs.includes('client-lib/src/platform/websocket-node.ts'), 'the Node WebSocket (ws) stays out');
+  assert.ok(inputs.includes('client-lib/src/platform/device-key-browser.ts'), 'the device key in IndexedDB');
+  assert.ok(!inputs.includes('client-lib/src/platform/device-key-node.ts'), 'the key file (node:fs) stays out');
   assert.ok(!inputs.some((p) => p.startsWith('schema/src/db/')), 'the drizzle schema stays out');
 });
 

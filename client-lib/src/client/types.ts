@@ -18,7 +18,9 @@ export interface FieldchartClientOptions {
   readonly baseUrl: string;
   /**
    * Where the device database lives: `memory://` (nothing kept; tests), a directory path
-   * (Node), or `idb://<name>` (IndexedDB, browsers).
+   * (Node), or `idb://<name>` (IndexedDB, browsers). Its PHI is encrypted under a device key
+   * kept in `<dir>/fieldchart-device.key` (Node, 0600) or in IndexedDB (browsers); a database
+   * whose key is gone does not open (`StorageError` `storage_key_lost`).
    */
   readonly dataDir: string;
   /**
@@ -94,8 +96,10 @@ export interface FieldchartClient {
   /** Starts a session from a token pair obtained elsewhere (e.g. registration). */
   signInWithTokens(pair: { token: string; refresh_token: string; expires_in: number }): Promise<void>;
   /**
-   * Ends the session and clears the device's data. Throws {@link OutboxNotEmptyError} while
-   * writes or draft edits exist only on this device, unless `force` (which discards them).
+   * Ends the session and clears the device's data, then destroys the device key and makes a
+   * new one (what the cleared rows left in the files can no longer be read). Throws
+   * {@link OutboxNotEmptyError} while writes or draft edits exist only on this device, unless
+   * `force` (which discards them).
    */
   signOut(options?: { force?: boolean }): Promise<void>;
 

@@ -5,6 +5,7 @@
 import type * as z from 'zod';
 import type { visit as visitSchema } from '@fieldchart/schema/api';
 import type { MileageRow, NotificationRow, PatientRow, ReferralRow, SoapNoteRow, TimerEventRow, VisitRow } from '@fieldchart/schema/sync';
+import { readFeedRows } from '../storage/feed-store.ts';
 import type { Queryable } from '../storage/local-db.ts';
 import type { OutboxEntry } from '../storage/outbox.ts';
 import type { SoapSection } from '../sync/drafts.ts';
@@ -21,7 +22,6 @@ export interface Patient extends PatientRow {
 
 export type VisitSelection = { readonly date: string } | { readonly after: string; readonly until?: string } | { readonly uuid: string };
 
-type FeedRow<T> = { tbl: string; row: T };
 
 /** Reads the section texts of a visit's draft on the device (for a submitted, unsynced note). */
 export type DraftTexts = (scheduleUuid: string) => Promise<Record<SoapSection, string> | null>;
@@ -43,11 +43,12 @@ async function loadVisitSet(db: Queryable, entries: readonly OutboxEntry[], sel:
   }
   if (params.length < 2) params.push(null);
   params[1] = ref.visits;
-  const visits = await db.query<FeedRow<VisitRow>>(`select row from feed_rows where tbl = 'visits' and (${where} or id = any($2::text[]))`, params);
+  const visits = await readFeedRows<VisitRow>(db, `tbl = 'visits' and (${where} or id = any($2::text[]))`, params);
   for (const v of visits) ws.visits.set(v.row.uuid, v.row);
   const visitIds = [...new Set([...ws.visits.keys(), ...ref.visits])];
-  const children = await db.query<FeedRow<TimerEventRow & SoapNoteRow & MileageRow>>(
-    `select tbl, row from feed_rows where tbl in ('timer_events', 'soap_notes', 'visit_mileage') and schedule_uuid = any($1::text[])`,
+  const children = await readFeedRows<TimerEventRow & SoapNoteRow & MileageRow>(
+    db,
+    `tbl in ('timer_events', 'soap_notes', 'visit_mileage') and schedule_uuid = any($1::text[])`,
     [visitIds],
   );
   for (const c of children) {
@@ -63,10 +64,7 @@ async function loadVisitSet(db: Queryable, entries: readonly OutboxEntry[], sel:
 }
 
 async function loadPatients(db: Queryable, ws: WorkingSet, ids: readonly string[] | null): Promise<void> {
-  const rows = await db.query<FeedRow<PatientRow | ReferralRow>>(
-    `select tbl, row from feed_rows where tbl in ('patients', 'patient_referrals') and ($1::text[] is null or patient_uuid = any($1::text[]))`,
-    [ids],
-  );
+  const rows = await readFeedRows<PatientRow | ReferralRow>(db, `tbl in ('patients', 'patient_referrals') and ($1::text[] is null or patient_uuid = any($1::text[]))`, [ids]);
   for (const r of rows) {
     if (r.tbl === 'patients') ws.patients.set(r.row.uuid, r.row as PatientRow);
     else ws.referrals.set(r.row.uuid, r.row as ReferralRow);
@@ -168,10 +166,10 @@ export type DeviceNotification = NotificationRow;
 
 /** The user's notifications on the device, newest first; `unreadOnly` keeps the unread ones. */
 export async function readNotifications(db: Queryable, opts: { unreadOnly?: boolean } = {}): Promise<DeviceNotification[]> {
-  const rows = await db.query<{ row: NotificationRow }>(
-    `select row from feed_rows where tbl = 'notifications' and ($1::boolean is not true or (row->>'is_read')::boolean is false)
-     order by row->>'created_at' desc, id desc`,
-    [opts.unreadOnly ?? false],
-  );
-  return rows.map((r) => r.row);
+  // Read state and time are inside the sealed row: chosen and ordered here, not in SQL.
+  const rows = await readFeedRows<NotificationRow>(db, `tbl = 'notifications'`, []);
+  return rows
+    .filter((r) => !opts.unreadOnly || r.row.is_read === false)
+    .sort((a, b) => (a.row.created_at < b.row.created_at ? 1 : a.row.created_at > b.row.created_at ? -1 : a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+    .map((r) => r.row);
 }

@@ -6,28 +6,36 @@
  */
 import * as Y from 'yjs';
 import type { LocalDb, Queryable } from './local-db.ts';
+import { draftUpdateAd } from './seal-ad.ts';
 
 /** Stored updates of one document beyond which loading merges them. */
 const COMPACT_AT = 100;
 
 export async function loadDraftUpdates(db: LocalDb, doc: string): Promise<Uint8Array[]> {
-  const rows = await db.query<{ update: Uint8Array }>('select "update" from draft_updates where doc = $1 order by id', [doc]);
-  const updates = rows.map((r) => r.update);
+  const rows = await db.query<{ id: number; sealed: Uint8Array }>('select id::float8 as id, sealed from draft_updates where doc = $1 order by id', [doc]);
+  const updates = await Promise.all(rows.map((r) => db.cipher.open(r.sealed, draftUpdateAd(doc, r.id))));
   if (updates.length > COMPACT_AT) {
     const merged = Y.mergeUpdates(updates);
     await db.transaction(async (tx) => {
       await tx.query('delete from draft_updates where doc = $1', [doc]);
-      await tx.query('insert into draft_updates (doc, "update") values ($1, $2)', [doc, merged]);
+      await insertUpdate(tx, doc, merged);
     });
     return [merged];
   }
   return updates;
 }
 
+/** An update sealed to its draft and its place in the draft's order. */
+async function insertUpdate(tx: Queryable, doc: string, update: Uint8Array): Promise<void> {
+  const [next] = await tx.query<{ id: number }>(`select nextval('draft_updates_id_seq')::float8 as id`);
+  const id = next!.id;
+  await tx.query('insert into draft_updates (id, doc, sealed) values ($1, $2, $3)', [id, doc, await tx.cipher.seal(update, draftUpdateAd(doc, id))]);
+}
+
 /** Stores an update; a device edit also bumps `local_seq`. Answers the draft's `local_seq`. */
 export async function appendDraftUpdate(db: LocalDb, doc: string, update: Uint8Array, local: boolean): Promise<number> {
   return db.transaction(async (tx) => {
-    await tx.query('insert into draft_updates (doc, "update") values ($1, $2)', [doc, update]);
+    await insertUpdate(tx, doc, update);
     const [row] = await tx.query<{ local_seq: number }>(
       `insert into drafts (doc, local_seq) values ($1, $2) on conflict (doc) do update set local_seq = drafts.local_seq + $2 returning local_seq`,
       [doc, local ? 1 : 0],

@@ -4,7 +4,11 @@
  * (IndexedDB, browsers), or a directory path (Node).
  */
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
-import { MIGRATIONS } from './local-schema.ts';
+import { deviceKeyStoreFor } from '#device-key';
+import type { DeviceKeyStore } from './device-key.ts';
+import { MIGRATIONS, type MigrationTx } from './local-schema.ts';
+import { metaAd } from './seal-ad.ts';
+import { ad, aesGcmCipher, SealBrokenError, type RowCipher } from './row-cipher.ts';
 import { StorageError, storageErrorOf } from './storage-errors.ts';
 
 /**
@@ -44,6 +48,13 @@ export interface OpenLocalDbOptions {
    * full quota and fails — until space is freed, every statement does, as PGlite retries.
    */
   readonly onStorageError?: (err: StorageError) => void;
+  /** Where the device key is kept; by default the platform's place for `dataDir` (device-key.ts). */
+  readonly keyStore?: DeviceKeyStore;
+  /**
+   * The cipher made from the device key; AES-256-GCM unless given. Only for measuring what the
+   * encryption costs (bench/): never exposed to apps.
+   */
+  readonly makeCipher?: (key: CryptoKey) => RowCipher;
 }
 
 const DEFAULT_OPEN_TIMEOUT_MS = 60_000;
@@ -51,16 +62,35 @@ const DEFAULT_OPEN_TIMEOUT_MS = 60_000;
 /** Runs SQL; rows come back as plain objects (jsonb parsed, int8 as number). */
 export interface Queryable {
   query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  /** Seals PHI under the device key before it is stored, opens it once read (row-cipher.ts). */
+  readonly cipher: RowCipher;
 }
 
 export interface LocalDb extends Queryable {
   /** One local transaction; PGlite serialises them, so nothing interleaves. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Destroys the device key and makes a new one, re-sealing what `meta` keeps sealed. Everything
+   * sealed with the old key that is still somewhere in the files (deleted rows not yet
+   * vacuumed, old WAL) can no longer be read. Only once the user's data is deleted: a sealed
+   * row outside `meta` is an error.
+   */
+  rotateKey(): Promise<void>;
   close(): Promise<void>;
 }
 
+/** Tables that hold sealed values besides `meta`: all empty when the key is rotated. */
+const SEALED_TABLES = ['feed_rows', 'feed_staging', 'outbox', 'rejections', 'failures', 'draft_updates'] as const;
+
+/** The plain text of the key check: a value sealed with the key the database's data is sealed with. */
+const KEY_CHECK = new TextEncoder().encode('fieldchart device key');
+const KEY_CHECK_AD = ad('device_key_check');
+
 export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions = {}): Promise<LocalDb> {
+  const keys = options.keyStore ?? deviceKeyStoreFor(dataDir);
   const pg = await openPglite(dataDir, options);
+  const makeCipher = options.makeCipher ?? aesGcmCipher;
+  let cipher: RowCipher;
   /** Rethrows a storage failure as a {@link StorageError} (and reports it), anything else as it is. */
   const asStorage = (err: unknown): unknown => {
     const storage = storageErrorOf(err);
@@ -79,14 +109,46 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
       const res = await guarded(q.query<T>(sql, params as unknown[]));
       return res.rows;
     },
+    // The key changes on rotation: every reader asks for the current one.
+    get cipher() {
+      return cipher;
+    },
   });
+  const plain = wrap(pg);
   const db: LocalDb = {
-    ...wrap(pg),
+    query: plain.query,
+    get cipher() {
+      return cipher;
+    },
     transaction: (fn) => guarded(pg.transaction((tx) => fn(wrap(tx)))),
+    async rotateKey() {
+      const old = cipher;
+      for (const t of SEALED_TABLES) {
+        const [row] = await plain.query(`select 1 from ${t} limit 1`);
+        if (row) throw new Error(`the device key cannot be rotated while ${t} holds sealed rows`);
+      }
+      const kept = await plain.query<{ key: string; sealed: Uint8Array }>('select key, sealed from meta where sealed is not null');
+      const values = await Promise.all(kept.map(async (m) => ({ key: m.key, plain: await old.open(m.sealed, metaAd(m.key)) })));
+      // In three steps, so that a crash at any point leaves a database that opens: without a
+      // key check (nothing sealed left), a new key is made or the stored one used.
+      await db.transaction(async (tx) => {
+        await tx.query('delete from device_key_check');
+        await tx.query('delete from meta where sealed is not null');
+      });
+      await keys.wipe();
+      cipher = makeCipher(await keys.create());
+      await db.transaction(async (tx) => {
+        await tx.query('insert into device_key_check (sealed) values ($1)', [await cipher.seal(KEY_CHECK, KEY_CHECK_AD)]);
+        for (const v of values) {
+          await tx.query('insert into meta (key, sealed) values ($1, $2) on conflict (key) do nothing', [v.key, await cipher.seal(v.plain, metaAd(v.key))]);
+        }
+      });
+    },
     close: () => pg.close(),
   };
   try {
-    await guarded(migrate(pg));
+    cipher = await guarded(unlock(pg, keys, makeCipher));
+    await guarded(migrate(pg, () => cipher));
   } catch (err) {
     await pg.close().catch(() => {});
     throw err;
@@ -114,15 +176,64 @@ async function openPglite(dataDir: string, options: OpenLocalDbOptions): Promise
   }
 }
 
-async function migrate(pg: PGlite): Promise<void> {
+/**
+ * The device key of this database: the stored one, which must open the key check; or, when
+ * nothing is sealed yet (no key check), the stored one or a new one. A key check without a
+ * key that opens it means the sealed data cannot be read: `storage_key_lost`.
+ */
+async function unlock(pg: PGlite, keys: DeviceKeyStore, makeCipher: (key: CryptoKey) => RowCipher): Promise<RowCipher> {
+  await pg.exec('create table if not exists device_key_check (sealed bytea not null)');
+  const [check] = (await pg.query<{ sealed: Uint8Array }>('select sealed from device_key_check')).rows;
+  let key: CryptoKey | null;
+  try {
+    key = await keys.load();
+  } catch (err) {
+    throw new StorageError('storage_unavailable', `the device key cannot be read (${keys.where})`, err);
+  }
+  if (check) {
+    const lost = new StorageError('storage_key_lost', `the device database is sealed with a key that is not in ${keys.where}`);
+    if (!key) throw lost;
+    const cipher = makeCipher(key);
+    try {
+      await cipher.open(check.sealed, KEY_CHECK_AD);
+    } catch (err) {
+      if (err instanceof SealBrokenError) throw lost;
+      throw err;
+    }
+    return cipher;
+  }
+  const cipher = makeCipher(key ?? (await keys.create()));
+  await pg.query('insert into device_key_check (sealed) values ($1)', [await cipher.seal(KEY_CHECK, KEY_CHECK_AD)]);
+  return cipher;
+}
+
+async function migrate(pg: PGlite, cipher: () => RowCipher): Promise<void> {
   await pg.exec('create table if not exists local_schema_version (version integer not null)');
   const rows = (await pg.query<{ version: number }>('select version from local_schema_version')).rows;
   const current = rows[0]?.version ?? 0;
+  const setVersion = async (q: Pick<PGlite, 'query'>, v: number) => {
+    await q.query('delete from local_schema_version');
+    await q.query('insert into local_schema_version (version) values ($1)', [v]);
+  };
   for (let v = current; v < MIGRATIONS.length; v++) {
+    const m = MIGRATIONS[v]!;
+    if (typeof m === 'object' && 'outsideTransaction' in m) {
+      // VACUUM cannot run in a transaction; it is safe to run again if the version is not stored.
+      for (const sql of m.outsideTransaction) await pg.exec(sql);
+      await setVersion(pg, v + 1);
+      continue;
+    }
     await pg.transaction(async (tx) => {
-      await tx.exec(MIGRATIONS[v] as string);
-      await tx.query('delete from local_schema_version');
-      await tx.query('insert into local_schema_version (version) values ($1)', [v + 1]);
+      if (typeof m === 'string') await tx.exec(m);
+      else {
+        const mtx: MigrationTx = {
+          exec: async (sql) => void (await tx.exec(sql)),
+          query: async <T>(sql: string, params: readonly unknown[] = []) => (await tx.query<T>(sql, params as unknown[])).rows,
+          cipher: cipher(),
+        };
+        await m.run(mtx);
+      }
+      await setVersion(tx, v + 1);
     });
   }
 }

@@ -1,5 +1,11 @@
-/** Small named values of the device database (`meta` table). */
+/**
+ * Small named values of the device database (`meta` table). The session's (tokens that read
+ * PHI, the user's email) are sealed with the device key; the rest are ids, counters, dates and
+ * the feed's cursor, kept clear.
+ */
 import type { Queryable } from './local-db.ts';
+import { openJson, sealJson } from './row-cipher.ts';
+import { metaAd } from './seal-ad.ts';
 
 /** The keys, and what each holds. */
 export interface MetaValues {
@@ -35,13 +41,23 @@ export interface StoredSession {
   readonly email: string | null;
 }
 
+/** The keys whose values are sealed. */
+const SEALED: ReadonlySet<keyof MetaValues> = new Set<keyof MetaValues>(['session', 'refresh_attempt']);
+
 export async function getMeta<K extends keyof MetaValues>(q: Queryable, key: K): Promise<MetaValues[K] | null> {
-  const rows = await q.query<{ value: MetaValues[K] }>('select value from meta where key = $1', [key]);
-  return rows[0]?.value ?? null;
+  const rows = await q.query<{ value: MetaValues[K] | null; sealed: Uint8Array | null }>('select value, sealed from meta where key = $1', [key]);
+  const row = rows[0];
+  if (!row) return null;
+  if (row.sealed) return openJson<MetaValues[K]>(q.cipher, row.sealed, metaAd(key));
+  return row.value ?? null;
 }
 
 export async function setMeta<K extends keyof MetaValues>(q: Queryable, key: K, value: MetaValues[K]): Promise<void> {
-  await q.query('insert into meta (key, value) values ($1, $2::jsonb) on conflict (key) do update set value = excluded.value', [key, JSON.stringify(value)]);
+  const sealed = SEALED.has(key);
+  await q.query(
+    'insert into meta (key, value, sealed) values ($1, $2::jsonb, $3) on conflict (key) do update set value = excluded.value, sealed = excluded.sealed',
+    [key, sealed ? null : JSON.stringify(value), sealed ? await sealJson(q.cipher, value, metaAd(key)) : null],
+  );
 }
 
 export async function deleteMeta(q: Queryable, ...keys: (keyof MetaValues)[]): Promise<void> {

@@ -7,6 +7,8 @@
 import type { MutationName } from '@fieldchart/schema/sync';
 import type { LocalDb, Queryable } from './local-db.ts';
 import { getMeta, setMeta } from './meta.ts';
+import { openJson, sealJson } from './row-cipher.ts';
+import { failureAd, outboxAd, outboxResultAd, rejectionAd } from './seal-ad.ts';
 
 export interface OutboxEntry {
   readonly mutation_id: number;
@@ -53,7 +55,22 @@ export interface Failure {
   readonly failedAt: string;
 }
 
-const COLUMNS = 'mutation_id, name, args, local, client_time, schedule_uuid, state, attempts, last_error';
+const COLUMNS = 'mutation_id, name, sealed, client_time, schedule_uuid, state, attempts, last_error';
+
+/** An outbox row as stored: `args` and `local` sealed together. */
+type StoredEntry = Omit<OutboxEntry, 'args' | 'local'> & { readonly sealed: Uint8Array };
+type Payload = { args: Record<string, unknown>; local: Record<string, unknown> };
+
+async function openEntry(q: Queryable, stored: StoredEntry): Promise<OutboxEntry> {
+  const { sealed, ...rest } = stored;
+  const p = await openJson<Payload>(q.cipher, sealed, outboxAd(stored));
+  return { ...rest, args: p.args, local: p.local };
+}
+
+async function selectEntries(q: Queryable, sql: string, params: readonly unknown[]): Promise<OutboxEntry[]> {
+  const rows = await q.query<StoredEntry>(sql, params);
+  return Promise.all(rows.map((r) => openEntry(q, r)));
+}
 
 /** Appends a write; call inside the transaction that makes the write. Answers its mutation id. */
 export async function appendToOutbox(
@@ -61,22 +78,27 @@ export async function appendToOutbox(
   entry: { name: MutationName; args: Record<string, unknown>; local?: Record<string, unknown>; scheduleUuid: string | null; clientTime: string },
 ): Promise<number> {
   const id = (await getMeta(tx, 'next_mutation_id')) ?? 1;
-  await tx.query(
-    `insert into outbox (mutation_id, name, args, local, client_time, schedule_uuid) values ($1, $2, $3::jsonb, $4::jsonb, $5, $6)`,
-    [id, entry.name, JSON.stringify(entry.args), JSON.stringify(entry.local ?? {}), entry.clientTime, entry.scheduleUuid],
-  );
+  const payload: Payload = { args: entry.args, local: entry.local ?? {} };
+  const sealed = await sealJson(tx.cipher, payload, outboxAd({ name: entry.name, client_time: entry.clientTime, schedule_uuid: entry.scheduleUuid }));
+  await tx.query(`insert into outbox (mutation_id, name, sealed, client_time, schedule_uuid) values ($1, $2, $3, $4, $5)`, [
+    id,
+    entry.name,
+    sealed,
+    entry.clientTime,
+    entry.scheduleUuid,
+  ]);
   await setMeta(tx, 'next_mutation_id', id + 1);
   return id;
 }
 
 /** Pending entries after `afterId`, oldest first. */
 export async function pendingEntries(db: Queryable, afterId: number, limit: number): Promise<OutboxEntry[]> {
-  return db.query<OutboxEntry>(`select ${COLUMNS} from outbox where state = 'pending' and mutation_id > $1 order by mutation_id limit $2`, [afterId, limit]);
+  return selectEntries(db, `select ${COLUMNS} from outbox where state = 'pending' and mutation_id > $1 order by mutation_id limit $2`, [afterId, limit]);
 }
 
 /** Every entry still shown optimistically (pending and acked-not-settled), oldest first. */
 export async function overlayEntries(db: Queryable): Promise<OutboxEntry[]> {
-  return db.query<OutboxEntry>(`select ${COLUMNS} from outbox order by mutation_id`);
+  return selectEntries(db, `select ${COLUMNS} from outbox order by mutation_id`, []);
 }
 
 export async function pendingCount(db: Queryable): Promise<number> {
@@ -92,12 +114,12 @@ export async function pendingCount(db: Queryable): Promise<number> {
  */
 export async function ackEntry(db: LocalDb, mutationId: number, result: unknown, settleAfter: number | null, at: string): Promise<OutboxEntry | null> {
   return db.transaction(async (tx) => {
-    const [entry] = await tx.query<OutboxEntry>(
-      `update outbox set state = 'acked', result = $2::jsonb, acked_at = $3, settle_after_synced = $4, last_error = null
-       where mutation_id = $1 and state = 'pending' returning ${COLUMNS}`,
-      [mutationId, JSON.stringify(result ?? null), at, settleAfter],
-    );
+    const [entry] = await selectEntries(tx, `select ${COLUMNS} from outbox where mutation_id = $1 and state = 'pending'`, [mutationId]);
     if (!entry) return null;
+    await tx.query(
+      `update outbox set state = 'acked', sealed_result = $2, acked_at = $3, settle_after_synced = $4, last_error = null where mutation_id = $1`,
+      [mutationId, await sealJson(tx.cipher, result ?? null, outboxResultAd(entry)), at, settleAfter],
+    );
     if (entry.schedule_uuid) await recordReceipt(tx, entry.schedule_uuid, mutationId, at);
     return entry;
   });
@@ -121,12 +143,13 @@ export async function rejectEntry(
   at: string,
 ): Promise<Rejection | null> {
   return db.transaction(async (tx) => {
-    const [entry] = await tx.query<OutboxEntry>(`delete from outbox where mutation_id = $1 returning ${COLUMNS}`, [r.mutation_id]);
+    const [entry] = await selectEntries(tx, `delete from outbox where mutation_id = $1 returning ${COLUMNS}`, [r.mutation_id]);
     if (!entry) return null;
+    const sealed = await sealJson(tx.cipher, { args: entry.args, message: r.message, errors: r.errors ?? {} } satisfies RejectionPayload, rejectionAd(entry.mutation_id));
     await tx.query(
-      `insert into rejections (mutation_id, name, args, schedule_uuid, status, code, message, errors, rejected_at)
-       values ($1, $2, $3::jsonb, $4, $5, $6, $7, $8::jsonb, $9) on conflict (mutation_id) do nothing`,
-      [entry.mutation_id, entry.name, JSON.stringify(entry.args), entry.schedule_uuid, r.status, r.code, r.message, JSON.stringify(r.errors ?? {}), at],
+      `insert into rejections (mutation_id, name, sealed, schedule_uuid, status, code, rejected_at)
+       values ($1, $2, $3, $4, $5, $6, $7) on conflict (mutation_id) do nothing`,
+      [entry.mutation_id, entry.name, sealed, entry.schedule_uuid, r.status, r.code, at],
     );
     return {
       mutationId: entry.mutation_id,
@@ -142,29 +165,35 @@ export async function rejectEntry(
   });
 }
 
+/** What a rejection keeps sealed: the write's arguments and the server's words about them. */
+type RejectionPayload = { args: Record<string, unknown>; message: string; errors: Record<string, string[]> | null };
+
 export async function listRejections(db: Queryable): Promise<Rejection[]> {
   const rows = await db.query<{
     mutation_id: number;
     name: MutationName;
-    args: Record<string, unknown>;
+    sealed: Uint8Array;
     schedule_uuid: string | null;
     status: number;
     code: string;
-    message: string;
-    errors: Record<string, string[]> | null;
     rejected_at: string;
-  }>('select * from rejections order by mutation_id');
-  return rows.map((r) => ({
-    mutationId: r.mutation_id,
-    name: r.name,
-    args: r.args,
-    scheduleUuid: r.schedule_uuid,
-    status: r.status,
-    code: r.code,
-    message: r.message,
-    errors: r.errors ?? {},
-    rejectedAt: r.rejected_at,
-  }));
+  }>('select mutation_id, name, sealed, schedule_uuid, status, code, rejected_at from rejections order by mutation_id');
+  return Promise.all(
+    rows.map(async (r) => {
+      const p = await openJson<RejectionPayload>(db.cipher, r.sealed, rejectionAd(r.mutation_id));
+      return {
+        mutationId: r.mutation_id,
+        name: r.name,
+        args: p.args,
+        scheduleUuid: r.schedule_uuid,
+        status: r.status,
+        code: r.code,
+        message: p.message,
+        errors: p.errors ?? {},
+        rejectedAt: r.rejected_at,
+      };
+    }),
+  );
 }
 
 export async function dismissRejections(db: Queryable, mutationIds?: readonly number[]): Promise<void> {
@@ -179,38 +208,46 @@ export async function dismissRejections(db: Queryable, mutationIds?: readonly nu
  */
 export async function parkEntry(db: LocalDb, r: { mutation_id: number; code: string; message: string; attempts: number }, at: string): Promise<Failure | null> {
   return db.transaction(async (tx) => {
-    const [entry] = await tx.query<OutboxEntry>(`delete from outbox where mutation_id = $1 returning ${COLUMNS}`, [r.mutation_id]);
+    const [entry] = await selectEntries(tx, `delete from outbox where mutation_id = $1 returning ${COLUMNS}`, [r.mutation_id]);
     if (!entry) return null;
+    const sealed = await sealJson(tx.cipher, { args: entry.args, local: entry.local, message: r.message } satisfies FailurePayload, failureAd(entry.mutation_id));
     await tx.query(
-      `insert into failures (mutation_id, name, args, local, client_time, schedule_uuid, code, message, attempts, failed_at)
-       values ($1, $2, $3::jsonb, $4::jsonb, $5, $6, $7, $8, $9, $10) on conflict (mutation_id) do nothing`,
-      [entry.mutation_id, entry.name, JSON.stringify(entry.args), JSON.stringify(entry.local), entry.client_time, entry.schedule_uuid, r.code, r.message, r.attempts, at],
+      `insert into failures (mutation_id, name, sealed, client_time, schedule_uuid, code, attempts, failed_at)
+       values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict (mutation_id) do nothing`,
+      [entry.mutation_id, entry.name, sealed, entry.client_time, entry.schedule_uuid, r.code, r.attempts, at],
     );
     return { mutationId: entry.mutation_id, name: entry.name, args: entry.args, scheduleUuid: entry.schedule_uuid, code: r.code, message: r.message, attempts: r.attempts, failedAt: at };
   });
 }
 
+/** What a parked write keeps sealed. */
+type FailurePayload = { args: Record<string, unknown>; local: Record<string, unknown>; message: string };
+
 export async function listFailures(db: Queryable): Promise<Failure[]> {
   const rows = await db.query<{
     mutation_id: number;
     name: MutationName;
-    args: Record<string, unknown>;
+    sealed: Uint8Array;
     schedule_uuid: string | null;
     code: string;
-    message: string;
     attempts: number;
     failed_at: string;
-  }>('select * from failures order by mutation_id');
-  return rows.map((r) => ({
-    mutationId: r.mutation_id,
-    name: r.name,
-    args: r.args,
-    scheduleUuid: r.schedule_uuid,
-    code: r.code,
-    message: r.message,
-    attempts: r.attempts,
-    failedAt: r.failed_at,
-  }));
+  }>('select mutation_id, name, sealed, schedule_uuid, code, attempts, failed_at from failures order by mutation_id');
+  return Promise.all(
+    rows.map(async (r) => {
+      const p = await openJson<FailurePayload>(db.cipher, r.sealed, failureAd(r.mutation_id));
+      return {
+        mutationId: r.mutation_id,
+        name: r.name,
+        args: p.args,
+        scheduleUuid: r.schedule_uuid,
+        code: r.code,
+        message: p.message,
+        attempts: r.attempts,
+        failedAt: r.failed_at,
+      };
+    }),
+  );
 }
 
 export async function failureCount(db: Queryable): Promise<number> {
@@ -225,14 +262,15 @@ export async function failureCount(db: Queryable): Promise<number> {
  */
 export async function requeueFailures(db: LocalDb, mutationIds?: readonly number[]): Promise<number[]> {
   return db.transaction(async (tx) => {
-    const rows = await tx.query<{ mutation_id: number; name: MutationName; args: Record<string, unknown>; local: Record<string, unknown>; client_time: string; schedule_uuid: string | null }>(
-      `delete from failures where $1::bigint[] is null or mutation_id = any($1::bigint[]) returning mutation_id, name, args, local, client_time, schedule_uuid`,
+    const rows = await tx.query<{ mutation_id: number; name: MutationName; sealed: Uint8Array; client_time: string; schedule_uuid: string | null }>(
+      `delete from failures where $1::bigint[] is null or mutation_id = any($1::bigint[]) returning mutation_id, name, sealed, client_time, schedule_uuid`,
       [mutationIds ?? null],
     );
     rows.sort((a, b) => a.mutation_id - b.mutation_id);
     const ids: number[] = [];
     for (const r of rows) {
-      ids.push(await appendToOutbox(tx, { name: r.name, args: r.args, local: r.local, scheduleUuid: r.schedule_uuid, clientTime: r.client_time }));
+      const p = await openJson<FailurePayload>(tx.cipher, r.sealed, failureAd(r.mutation_id));
+      ids.push(await appendToOutbox(tx, { name: r.name, args: p.args, local: p.local, scheduleUuid: r.schedule_uuid, clientTime: r.client_time }));
     }
     return ids;
   });

@@ -12,7 +12,7 @@
  */
 import { FieldchartClientError } from '../rest/errors.ts';
 
-export type StorageErrorCode = 'storage_full' | 'storage_blocked' | 'storage_unavailable';
+export type StorageErrorCode = 'storage_full' | 'storage_blocked' | 'storage_unavailable' | 'storage_key_lost';
 
 /** The device database could not be opened or written. `cause` holds the platform's error. */
 export class StorageError extends FieldchartClientError {
@@ -23,7 +23,10 @@ export class StorageError extends FieldchartClientError {
    * storage resolves and is queued; `status.lastError` says `storage_full`, and it is stored
    * by the first statement that succeeds once there is space — lost if the app closes first.
    * `storage_blocked`: the database did not open in time, most often because another
-   * tab holds an older version of it open; `storage_unavailable`: it cannot be opened at all.
+   * tab holds an older version of it open; `storage_unavailable`: it cannot be opened at all;
+   * `storage_key_lost`: the database holds data sealed with a device key that is gone or is
+   * not the one stored (a data directory copied without its key file, a cleared key store).
+   * That data cannot be read by anyone: remove the database (a new sign-in syncs it again).
    */
   readonly code: StorageErrorCode;
 

@@ -206,7 +206,11 @@ export async function claimDevice(db: LocalDb, userId: string): Promise<{ kind: 
   return { kind: 'ok' };
 }
 
-/** Removes a user's data from the device (rows, outbox, drafts), naming `nextUser` as the owner. */
+/**
+ * Removes a user's data from the device (rows, outbox, drafts), naming `nextUser` as the owner,
+ * then replaces the device key: what the deleted rows left in the files (dead rows, WAL) was
+ * sealed with the old key, which no longer exists.
+ */
 export async function clearUserData(db: LocalDb, nextUser: string | null): Promise<void> {
   await db.transaction(async (tx) => {
     await clearFeed(tx);
@@ -215,4 +219,5 @@ export async function clearUserData(db: LocalDb, nextUser: string | null): Promi
     if (nextUser === null) await deleteMeta(tx, 'user_id');
     else await setMeta(tx, 'user_id', nextUser);
   });
+  await db.rotateKey();
 }

@@ -21,7 +21,7 @@ import { DraftSync } from './drafts.ts';
 import { Emitter } from './emitter.ts';
 import type { SyncEvents } from './events.ts';
 import { FeedReceiver } from './feed.ts';
-import { Session, claimDevice } from './session.ts';
+import { Session, claimDevice, clearUserData } from './session.ts';
 import { StatusStore, type SyncStatus } from './status.ts';
 import { Uploader, type Carrier } from './uploader.ts';
 
@@ -314,7 +314,8 @@ export class SyncEngine {
         return this.scheduleReconnect();
       case CLOSE_CODES.account_disabled:
         this.state.fail('account_disabled', reason || 'the account is disabled');
-        return this.endSession('account_disabled');
+        await this.endSession('account_disabled');
+        return this.wipeDevice();
       case CLOSE_CODES.superseded:
         // Another install says hello with this client id (a copied data dir: a restored
         // backup, a cloned phone; the same install's own new socket never reaches here, its
@@ -336,6 +337,22 @@ export class SyncEngine {
         else if (!wasWelcomed) this.failedOpens++;
         this.scheduleReconnect();
         await this.useHttpIfBlocked();
+    }
+  }
+
+  /**
+   * The account was closed on the server (4403): its PHI leaves the device — synced rows, the
+   * outbox and drafts, unsynced work included (nothing more will be uploaded for it) — and the
+   * device key is replaced. A storage failure here is state, like any other in the background.
+   */
+  private async wipeDevice(): Promise<void> {
+    try {
+      this.drafts.clear();
+      await clearUserData(this.opts.db, null);
+      this.state.patch({ pending: 0, failed: 0 });
+      this.events.emit('change', { reason: 'reset' });
+    } catch (err) {
+      this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
     }
   }
 
