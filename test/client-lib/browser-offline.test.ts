@@ -23,7 +23,8 @@ const missing = browserMissing();
 if (missing) console.log(`# browser tests skipped: ${missing}`);
 
 const today = () => new Date().toISOString().slice(0, 10);
-const TEST = { skip: missing ?? false, timeout: 180_000 };
+// A guard against a hang, far above the ~30 s each test takes here: CI runs two files at once on 2 cores.
+const TEST = { skip: missing ?? false, timeout: 300_000 };
 
 forEachBackend('the client library in Chromium', (backend) => {
   let pages: PageServer;
@@ -43,11 +44,13 @@ forEachBackend('the client library in Chromium', (backend) => {
     await pages?.close();
   });
 
-  async function visitForToday(): Promise<{ user: User; visitId: string }> {
+  /** One date for the whole test: a run across midnight UTC keeps its visit's day. */
+  async function visitForToday(): Promise<{ user: User; visitId: string; day: string }> {
+    const day = today();
     const user = await utcClinician(server);
     const patient = await createPatient(server, user);
-    const visitId = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: today(), start_time: '09:00' });
-    return { user, visitId };
+    const visitId = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: day, start_time: '09:00' });
+    return { user, visitId, day };
   }
 
   async function details(user: User, visitId: string) {
@@ -62,7 +65,7 @@ forEachBackend('the client library in Chromium', (backend) => {
     await openShell(page, pages.origin);
     await call(page, 'open', server.url, dataDir);
     await call(page, 'signIn', user.email, user.password);
-    await call(page, 'whenSynced', 30_000);
+    await call(page, 'whenSynced', 60_000);
     return page;
   }
 
@@ -79,18 +82,18 @@ forEachBackend('the client library in Chromium', (backend) => {
   }
 
   test('offline in the browser: timer, mileage and draft survive a reload from IndexedDB and reach the server once', TEST, async () => {
-    const { user, visitId } = await visitForToday();
+    const { user, visitId, day } = await visitForToday();
     // A persistent profile on a new, empty user-data dir: IndexedDB is files on disk.
     const profile = await launchPersistent();
     try {
       const page = await signedInPage(profile.context, user, 'idb://fieldchart-offline');
-      assert.deepEqual(await call(page, 'today', today()), [visitId]);
+      assert.deepEqual(await call(page, 'today', day), [visitId]);
       assert.equal((await call(page, 'status')).connected, true);
 
       await profile.context.setOffline(true);
       await disconnected(page);
 
-      await call(page, 'recordTimerEvents', visitId, [ev('start_travel', `${today()}T08:30:00.000Z`), ev('arrive', `${today()}T09:00:00.000Z`)]);
+      await call(page, 'recordTimerEvents', visitId, [ev('start_travel', `${day}T08:30:00.000Z`), ev('arrive', `${day}T09:00:00.000Z`)]);
       await call(page, 'setMileage', visitId, { total_miles: 18.4, travel_miles: 17 });
       await call(page, 'type', visitId, 'subjective', 'Reports less knee pain.');
       await call(page, 'type', visitId, 'plan', 'Continue HEP twice daily.');

@@ -49,7 +49,13 @@ export function launchChromium(): Promise<Browser> {
 /** A persistent context on a new, empty user-data dir: IndexedDB lives in files on disk. */
 export async function launchPersistent(): Promise<{ context: BrowserContext; close(): Promise<void> }> {
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-chromium-'));
-  const context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 120_000 });
+  let context: BrowserContext;
+  try {
+    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 120_000 });
+  } catch (err) {
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+    throw err;
+  }
   return {
     context,
     async close() {
