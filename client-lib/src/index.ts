@@ -33,3 +33,4 @@ export type { SyncEvents } from './sync/events.ts';
 export type { BackoffOptions } from './sync/backoff.ts';
 export type { SoapSection } from './sync/drafts.ts';
 export type { WebSocketConstructor, WebSocketLike } from './platform/websocket.ts';
+export type { NetworkStatus } from './platform/network-status.ts';

@@ -77,6 +77,7 @@ export async function createFieldchartClient(options: FieldchartClientOptions): 
     ...(options.backoff ? { backoff: options.backoff } : {}),
     ...(options.submitWaitMs !== undefined ? { submitWaitMs: options.submitWaitMs } : {}),
     ...(options.openTimeoutMs !== undefined ? { openTimeoutMs: options.openTimeoutMs } : {}),
+    ...(options.network !== undefined ? { network: options.network } : {}),
   });
   await engine.start();
   return buildClient(db, engine, options);

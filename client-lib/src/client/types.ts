@@ -3,6 +3,7 @@ import type * as Y from 'yjs';
 import type { MutationArgs } from '@fieldchart/schema/sync';
 import type { FetchLike, RestClient, SignInBody, SignInResult } from '../rest/index.ts';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
+import type { NetworkStatus } from '../platform/network-status.ts';
 import type { PgliteAssets } from '../storage/local-db.ts';
 import type { DeviceNotification, Patient, Visit } from '../model/views.ts';
 import type { DayPlan, PlanDayOptions } from '../model/plan-day.ts';
@@ -56,6 +57,13 @@ export interface FieldchartClientOptions {
    * 2 min), so a server slowed by load is still reached. Default 10 000 ms.
    */
   readonly openTimeoutMs?: number;
+  /**
+   * The device's network. When it goes, the sync socket is dropped at once (status
+   * `connected: false`, `lastError.code` `offline`) rather than left open and dead; when it
+   * comes back, the client reconnects at once. Default: the browser's `online`/`offline`
+   * events; none in Node. Pass your own (e.g. from React Native's NetInfo), or null for none.
+   */
+  readonly network?: NetworkStatus | null;
 }
 
 /** Where a visit's local changes stand. */

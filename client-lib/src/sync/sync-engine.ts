@@ -11,6 +11,7 @@ import { CLOSE_CODES, PROTOCOL_VERSION, closeCodeName, type ClientMessage, type 
 import { failureCode } from '../storage/storage-errors.ts';
 import type { FetchLike, RestClient } from '../rest/index.ts';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
+import { platformNetwork, type NetworkStatus } from '../platform/network-status.ts';
 import type { LocalDb } from '../storage/local-db.ts';
 import { clientIdOf, getMeta, type StoredSession } from '../storage/meta.ts';
 import { failureCount, pendingCount } from '../storage/outbox.ts';
@@ -36,6 +37,9 @@ export const HTTP_FALLBACK_AFTER = 2;
 /** The least pause before a socket taken over by another install (4409) comes back. */
 export const SUPERSEDED_PAUSE_MS = 1_000;
 
+/** The close reason of a socket this side dropped because the platform said the network went. */
+const WENT_OFFLINE = 'offline';
+
 export interface SyncEngineOptions {
   readonly db: LocalDb;
   readonly baseUrl: string;
@@ -46,6 +50,8 @@ export interface SyncEngineOptions {
   readonly submitWaitMs?: number;
   /** The first handshake's deadline (connection.ts OPEN_TIMEOUT_MS). */
   readonly openTimeoutMs?: number;
+  /** The platform's network; default: the browser's (`online`/`offline` events), none in Node. Null: none. */
+  readonly network?: NetworkStatus | null;
 }
 
 export class SyncEngine {
@@ -75,6 +81,8 @@ export class SyncEngine {
   private reconnectTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly reconnectBackoff: Backoff;
   private waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
+  private readonly network: NetworkStatus | null;
+  private readonly unwatchNetwork: () => void;
 
   constructor(private readonly opts: SyncEngineOptions) {
     const db = opts.db;
@@ -108,6 +116,8 @@ export class SyncEngine {
     });
     this.http = httpCarrier(this.session.rest, () => clientIdOf(db));
     this.feed = new FeedReceiver({ db, status: this.state, events: this.events });
+    this.network = opts.network === undefined ? platformNetwork() : opts.network;
+    this.unwatchNetwork = this.network?.watch({ offline: () => this.wentOffline(), online: () => this.cameOnline() }) ?? (() => {});
   }
 
   get rest(): RestClient {
@@ -174,6 +184,7 @@ export class SyncEngine {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.unwatchNetwork();
     this.halt('closed', new Error('the client was closed'));
     await this.queue.catch(() => {});
     await this.drafts.flush();
@@ -184,6 +195,20 @@ export class SyncEngine {
   /** Drops the socket now (tests, or an app going to the background); reconnects with backoff. */
   dropConnection(): void {
     this.conn?.close(CLOSE_CODES.client_reconnect, 'client reconnect');
+  }
+
+  /** The platform lost the network: an open socket is dead even if it does not know it yet. */
+  private wentOffline(): void {
+    this.conn?.close(CLOSE_CODES.client_reconnect, WENT_OFFLINE);
+  }
+
+  /** The network is back: connect now, not when the backoff would have tried next. */
+  private cameOnline(): void {
+    if (!this.running || this.closed) return;
+    this.reconnectBackoff.reset();
+    if (this.conn || this.connecting) return;
+    this.clearReconnect();
+    void this.connect();
   }
 
   // ——— connection ———
@@ -328,13 +353,16 @@ export class SyncEngine {
         this.state.fail(name ?? String(code), reason || `closed with ${code}`);
         return this.halt(name ?? String(code));
       default:
-        if (code !== CLOSE_CODES.normal || wasWelcomed) {
+        if ((code === CLOSE_CODES.client_reconnect && reason === WENT_OFFLINE) || this.network?.online === false) {
+          this.state.fail('offline', 'the device is offline');
+        } else if (code !== CLOSE_CODES.normal || wasWelcomed) {
           this.state.fail(name ?? (code === 1006 ? 'network' : `closed_${code}`), reason || (code === 1006 ? 'connection lost' : `closed with ${code}`));
         }
         // A handshake that ran out of time says nothing about websockets being blocked (the
         // server may be slow): it gets longer next time, and does not bring in HTTP beside it.
         if (!wasWelcomed && reason === HANDSHAKE_TIMEOUT) this.timedOutHandshakes++;
-        else if (!wasWelcomed) this.failedOpens++;
+        // Opens refused while the platform knows it is offline say nothing of websockets either.
+        else if (!wasWelcomed && this.network?.online !== false) this.failedOpens++;
         this.scheduleReconnect();
         await this.useHttpIfBlocked();
     }
