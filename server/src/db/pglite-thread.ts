@@ -154,9 +154,9 @@ async function handle(m: Envelope): Promise<{ value: unknown; transfer?: ArrayBu
 }
 
 port.on('message', (m: Envelope) => {
-  handle(m).then(
-    ({ value, transfer }) => post({ id: m.id, ok: true, value }, transfer),
-    (err: unknown) => post({ id: m.id, ok: false, error: serializeError(err) }),
-  );
+  handle(m)
+    // A value that cannot be cloned fails this one request, not the thread.
+    .then(({ value, transfer }) => post({ id: m.id, ok: true, value }, transfer))
+    .catch((err: unknown) => post({ id: m.id, ok: false, error: serializeError(err) }));
 });
 post({ ready: true, parserTypes: Object.keys(pglite.parsers) });
