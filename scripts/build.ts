@@ -35,7 +35,9 @@ for (const program of programs) {
   // must not move into a shared chunk, where its entry-point check would no longer match.
   const result = await build({
     absWorkingDir: root,
-    entryPoints: { main: program.entry },
+    // PGlite's thread (server/src/db/pglite-thread-client.ts opens ./pglite-thread.js beside
+    // the bundle): both programs open the embedded database.
+    entryPoints: { main: program.entry, 'pglite-thread': 'server/src/db/pglite-thread.ts' },
     outdir: path.join(out, program.name),
     bundle: true,
     splitting: true,

@@ -51,6 +51,14 @@ export function figuresOf(result: Json): Figure[] {
           `${x(num(r.ratio))} req/s, ${x(num(r.p99Ratio))} p99`,
         );
       });
+    case 'healthz-under-load': {
+      // The baseline is /healthz on the same server, idle, in the same run.
+      const idle = (result.idle ?? {}) as Json;
+      return list(result.results).map((r) => {
+        const h = (r.healthz ?? {}) as Json;
+        return row(`/healthz p50 (p99) under ${str(r.target)}`, `${ms(num(h.p50Ms))} (${ms(num(h.p99Ms))})`, `idle ${ms(num(idle.p50Ms))} (${ms(num(idle.p99Ms))})`, `${x(num(r.ratio))} p99`);
+      });
+    }
     case 'sync-reconcile': {
       const results = list(result.results);
       const floorOf = (n: unknown) => results.find((r) => r.mutations === n && r.path === 'batched insert');

@@ -7,7 +7,8 @@
  * share the one embedded database, so the parent counts one side at a time). Sends
  * `{ ready }`; answers `'count'` with `{ counts }`; closes on `'stop'` or disconnect.
  */
-import type { PGlite } from '@electric-sql/pglite';
+import type { EmbeddedPglite } from '../../server/src/db/database.ts';
+import type { PgliteThread } from '../../server/src/db/pglite-thread-client.ts';
 import postgres from 'postgres';
 import { startServerPair } from './server-pair.ts';
 import { floorSqlOf, startFloor } from './rest-floor.ts';
@@ -58,21 +59,16 @@ if (database.sql) {
   (database.sql.options as { debug?: unknown }).debug = () => void counts.project++;
   // The same pool size as the project's connection pool: neither side waits for connections more.
   floorSql = postgres(server.db.url as string, { max: database.sql.options.max, onnotice: () => {}, debug: () => void counts.floor++ });
-} else {
-  const pglite = database.pglite as PGlite;
-  const original = pglite.execProtocolStream.bind(pglite);
-  // 0x51 'Q' simple query, 0x45 'E' execute: one per statement run.
-  pglite.execProtocolStream = (m, o) => {
-    if (m[0] === 0x51 || m[0] === 0x45) counts.project++;
-    return original(m, o);
-  };
 }
+// PGlite runs on its own thread, which counts every simple Query and Execute message (one per
+// statement run) that reaches the engine.
+const pgliteThread = database.pglite as PgliteThread | null;
 
 const insertVisits = `insert into visits (id, owner_id, visit_date, start_time, status, visit_type)
   select gen_random_uuid(), $1, date '2020-01-01', '09:00', 'scheduled', 'routine' from generate_series(1, $2) returning id::text`;
 const timerVisits = database.sql
   ? (await database.sql.unsafe(insertVisits, [ownerId, TIMER_VISITS])).map((r) => r.id as string)
-  : (await (database.pglite as PGlite).query<{ id: string }>(insertVisits, [ownerId, TIMER_VISITS])).rows.map((r) => r.id);
+  : (await (database.pglite as EmbeddedPglite).query<{ id: string }>(insertVisits, [ownerId, TIMER_VISITS])).rows.map((r) => r.id);
 
 const floor = await startFloor({
   db: floorSqlOf(floorSql ? { sql: floorSql, pglite: null } : { sql: null, pglite: database.pglite }),
@@ -82,7 +78,9 @@ const floor = await startFloor({
 });
 
 process.on('message', (m) => {
-  if (m === 'count') process.send?.({ counts: database.sql ? { ...counts } : { project: counts.project, floor: counts.project } });
+  if (m !== 'count') return;
+  if (!pgliteThread) process.send?.({ counts: { ...counts } });
+  else void pgliteThread.statementsRun().then((n) => process.send?.({ counts: { project: n, floor: n } }));
 });
 process.on('disconnect', () => void floor.close().then(() => floorSql?.end()));
 

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import type { PGlite } from '@electric-sql/pglite';
+import type { EmbeddedPglite } from '../../server/src/db/database.ts';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { importJWK, jwtVerify, type JWK } from 'jose';
 import type postgres from 'postgres';
@@ -26,7 +26,7 @@ export interface FloorSql {
   tx<R>(fn: (q: <T>(text: string, params: unknown[]) => Promise<T | undefined>) => Promise<R>): Promise<R>;
 }
 
-export function floorSqlOf(db: { sql: postgres.Sql | null; pglite: PGlite | null }): FloorSql {
+export function floorSqlOf(db: { sql: postgres.Sql | null; pglite: EmbeddedPglite | null }): FloorSql {
   if (db.sql) {
     const sql = db.sql;
     return {
@@ -35,7 +35,7 @@ export function floorSqlOf(db: { sql: postgres.Sql | null; pglite: PGlite | null
         sql.begin((t) => fn(async <T>(text: string, params: unknown[]) => (await t.unsafe(text, params as never[], { prepare: true }))[0] as T | undefined)) as never,
     };
   }
-  const pg = db.pglite as PGlite;
+  const pg = db.pglite as EmbeddedPglite;
   return {
     one: async <T>(text: string, params: unknown[]) => (await pg.query<T>(text, params)).rows[0],
     tx: (fn) => pg.transaction((t) => fn(async <T>(text: string, params: unknown[]) => (await t.query<T>(text, params)).rows[0])),

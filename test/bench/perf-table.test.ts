@@ -47,6 +47,20 @@ test('each bench result gives its figures beside the same run’s baseline', () 
   const day = figuresOf({ bench: 'load-day', backend: 'pglite', clinicians: 200, reqPerSec: 57.85, errorRate: 0, p50Ms: 1000, p99Ms: 4900, sync: {}, rssGrowthLastThird: 0.019, rssFlat: true });
   assert.equal(day[0]?.figure, '57.9 req/s, 0.00 % errors, 1,000.0 ms / 4,900.0 ms');
   assert.equal(day[2]?.ratio, 'flat');
+  const healthz = figuresOf({
+    bench: 'healthz-under-load',
+    backend: 'pglite',
+    idle: { p50Ms: 1.5, p99Ms: 6 },
+    results: [{ name: 'upcoming', target: 'GET /get-upcomming-visits at 150 req/s', healthz: { p50Ms: 8, p99Ms: 30 }, ratio: 5 }],
+  });
+  assert.deepEqual(healthz[0], {
+    bench: 'healthz-under-load',
+    backend: 'pglite',
+    measure: '/healthz p50 (p99) under GET /get-upcomming-visits at 150 req/s',
+    figure: '8.00 ms (30.0 ms)',
+    baseline: 'idle 1.50 ms (6.00 ms)',
+    ratio: '5.00× p99',
+  });
 });
 
 test('the table replaces only what is between its markers, and is appended once when absent', () => {

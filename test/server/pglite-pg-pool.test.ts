@@ -1,14 +1,15 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import { PGlite } from '@electric-sql/pglite';
 import { Logger, run, runMigrations } from 'graphile-worker';
 import type { Runner, RunnerOptions, TaskList, WorkerEvents } from 'graphile-worker';
 import { PglitePgPool, unlockDeadWorkers } from '../../server/src/db/pglite-pg-pool.ts';
 import type { PglitePgClient } from '../../server/src/db/pglite-pg-pool.ts';
+import { PgliteThread, type EmbeddedPglite } from '../../server/src/db/pglite-thread-client.ts';
 
-// One PGlite for the whole file: initdb alone takes 2–5 s.
-let db: PGlite;
+// One PGlite for the whole file: initdb alone takes 2–5 s. On its own thread, as the server
+// opens it (db/database.ts).
+let db: EmbeddedPglite;
 let pool: PglitePgPool;
 let runner: Runner | null = null;
 let unlockedBeforeMigrations = -1;
@@ -151,7 +152,7 @@ async function addJob(identifier: string, payload: object): Promise<void> {
 
 describe('PglitePgPool with graphile-worker 0.17.3', () => {
   before(async () => {
-    db = await PGlite.create();
+    db = await PgliteThread.create({ dataDir: 'memory://' });
     pool = new PglitePgPool(db);
     // graphile-worker warns about (and installs) handlers when a pool has none.
     pool.on('error', (err: Error) => unexpectedErrors.push(`pool error: ${err.message}`));

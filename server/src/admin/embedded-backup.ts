@@ -4,6 +4,7 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { PGlite } from '@electric-sql/pglite';
+import type { EmbeddedPglite } from '../db/pglite-thread-client.ts';
 import { Invalid } from '../errors.ts';
 import { noProgress, type Progress } from '../progress.ts';
 
@@ -22,7 +23,7 @@ export interface BackupResult {
  * open at that instant is rolled back when the copy is opened, exactly as after a crash, and
  * everything committed is in it. Written to a temporary file, then renamed, owner-only.
  */
-export async function backupEmbedded(pglite: PGlite | null, file: string, progress: Progress = noProgress): Promise<BackupResult> {
+export async function backupEmbedded(pglite: EmbeddedPglite | null, file: string, progress: Progress = noProgress): Promise<BackupResult> {
   if (!pglite) throw new Invalid('backup copies the embedded database; on PostgreSQL use pg_dump (docs/operations.md)', {}, 'not_embedded');
   if (!path.isAbsolute(file)) throw new Invalid('the backup file must be an absolute path', {}, 'invalid_path');
   const started = Date.now();

@@ -1,11 +1,14 @@
 import fs from 'node:fs/promises';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import * as schema from '@fieldchart/schema/db';
 import { withinMs } from './reachability.ts';
+import { PgliteThread, type EmbeddedPglite } from './pglite-thread-client.ts';
+
+export type { EmbeddedPglite } from './pglite-thread-client.ts';
 
 export type Schema = typeof schema;
 
@@ -22,8 +25,11 @@ export type DatabaseTarget =
 export interface Database {
   readonly kind: 'pglite' | 'postgres';
   readonly db: Db;
-  /** Present on the embedded database: the worker and tests reach PGlite directly. */
-  readonly pglite: PGlite | null;
+  /**
+   * Present on the embedded database: PGlite on its own thread (db/pglite-thread-client.ts),
+   * through which the job queue, notifications, backups and tests reach it.
+   */
+  readonly pglite: EmbeddedPglite | null;
   /** Present on PostgreSQL: LISTEN/NOTIFY and admin statements. */
   readonly sql: postgres.Sql | null;
   /** Resolves when the database answers; on PostgreSQL rejects within PING_TIMEOUT_MS when it does not. */
@@ -37,11 +43,12 @@ export const PING_TIMEOUT_MS = 3000;
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   if (target.kind === 'pglite') {
     if (!target.dataDir.startsWith('memory://')) await fs.mkdir(target.dataDir, { recursive: true });
-    const pglite = await PGlite.create({
+    // Off the event loop: PGlite runs each statement synchronously (issue 15).
+    const pglite = await PgliteThread.create({
       dataDir: target.dataDir,
       ...(target.loadDataDir ? { loadDataDir: target.loadDataDir } : {}),
     });
-    const db = drizzlePglite({ client: pglite, schema }) as unknown as Db;
+    const db = drizzlePglite({ client: pglite as unknown as PGlite, schema }) as unknown as Db;
     return {
       kind: 'pglite',
       db,

@@ -5,7 +5,8 @@
 import { createRequire } from 'node:module';
 import pg from 'pg';
 import type { CustomTypesConfig, FieldDef } from 'pg';
-import type { PGlite, Results } from '@electric-sql/pglite';
+import type { Results } from '@electric-sql/pglite';
+import type { EmbeddedPglite } from './pglite-thread-client.ts';
 
 // `pg/lib/utils` has no type declarations, so it is loaded untyped and narrowed below.
 const requireCjs = createRequire(import.meta.url);
@@ -80,9 +81,9 @@ export const passThroughSerializers = new Proxy<Record<number | string, (x: stri
 
 /** PGlite merges `parsers` by spreading, which a proxy cannot fake, so the pass-through map is
  * built from the keys of the instance's own parsers (oids without one already come back raw). */
-const rawParsersCache = new WeakMap<PGlite, { keyCount: number; parsers: Record<string, (x: string) => string> }>();
+const rawParsersCache = new WeakMap<EmbeddedPglite, { keyCount: number; parsers: Record<string, (x: string) => string> }>();
 
-export function rawParsersFor(pglite: PGlite): Record<string, (x: string) => string> {
+export function rawParsersFor(pglite: EmbeddedPglite): Record<string, (x: string) => string> {
   const keys = Object.keys(pglite.parsers);
   const cached = rawParsersCache.get(pglite);
   if (cached && cached.keyCount === keys.length) return cached.parsers;

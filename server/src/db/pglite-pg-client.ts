@@ -6,7 +6,8 @@ import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { Notification } from 'pg';
 import { TransactionAbortedError } from '@electric-sql/pglite';
-import type { PGlite, QueryOptions, Results, Transaction } from '@electric-sql/pglite';
+import type { QueryOptions, Results, Transaction } from '@electric-sql/pglite';
+import type { EmbeddedPglite } from './pglite-thread-client.ts';
 import {
   commandResult,
   normalizeQuery,
@@ -128,13 +129,13 @@ export class PglitePgClient extends EventEmitter {
   readonly escapeLiteral = pg.escapeLiteral;
 
   readonly #pool: PglitePgClientOwner;
-  readonly #pglite: PGlite;
+  readonly #pglite: EmbeddedPglite;
   #queue: Promise<unknown> = Promise.resolve();
   #open: OpenTransaction | null = null;
   #subscriptions = new Map<string, ListenSubscription>();
   #released = false;
 
-  constructor(pool: PglitePgClientOwner, pglite: PGlite, processID: number) {
+  constructor(pool: PglitePgClientOwner, pglite: EmbeddedPglite, processID: number) {
     super();
     this.#pool = pool;
     this.#pglite = pglite;

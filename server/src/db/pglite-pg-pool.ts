@@ -22,7 +22,7 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { Pool } from 'pg';
-import type { PGlite } from '@electric-sql/pglite';
+import type { EmbeddedPglite } from './pglite-thread-client.ts';
 import { PglitePgClient, type PglitePgClientOwner } from './pglite-pg-client.ts';
 import type { PgQueryCallback, PgQueryConfig, PgQueryResult, PgRow } from './pg-wire-values.ts';
 
@@ -49,14 +49,14 @@ export type PgConnectCallback = (
  */
 export class PglitePgPool extends EventEmitter implements PglitePgClientOwner {
   readonly options: { max: number };
-  readonly #pglite: PGlite;
+  readonly #pglite: EmbeddedPglite;
   readonly #active = new Set<PglitePgClient>();
   #nextProcessId = 1;
   #ending = false;
   #ended = false;
   #drained: (() => void) | null = null;
 
-  constructor(pglite: PGlite, options: PglitePgPoolOptions = {}) {
+  constructor(pglite: EmbeddedPglite, options: PglitePgPoolOptions = {}) {
     super();
     this.#pglite = pglite;
     this.options = { max: options.max ?? 10 };
@@ -187,7 +187,7 @@ export class PglitePgPool extends EventEmitter implements PglitePgClientOwner {
  * process that died (kill -9, crash). graphile-worker itself only frees such locks after
  * 4 hours. With a live worker running this would unlock jobs it is executing.
  */
-export async function unlockDeadWorkers(pglite: PGlite): Promise<number> {
+export async function unlockDeadWorkers(pglite: EmbeddedPglite): Promise<number> {
   const schema = pg.escapeIdentifier('graphile_worker');
   return pglite.transaction(async (tx) => {
     // Before the first migration there is nothing to unlock (and no function to call).

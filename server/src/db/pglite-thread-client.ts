@@ -1,0 +1,292 @@
+/**
+ * The embedded database on a thread of its own (pglite-thread.ts), seen from the server's
+ * thread through the part of PGlite's interface the project uses: query (params, rowMode, type
+ * parsers, the pg adapter's pass-through serializers), exec, transaction (a real PGlite
+ * transaction held in the thread until the callback settles), listen/unlisten (notifications
+ * forwarded), dumpDataDir, close/closed. PGlite executes each statement synchronously, so
+ * in-process it kept the event loop busy for the whole of every query; here the loop only
+ * posts and receives messages (issue 15: /healthz stalled 0.4–1.4 s under load).
+ *
+ * This object is the only opener of the data directory in the process: the data-dir lock and
+ * the single-writer rule hold as before.
+ */
+import { Worker } from 'node:worker_threads';
+import type { PGlite, QueryOptions, Results, Transaction } from '@electric-sql/pglite';
+import { query as templateQuery } from '@electric-sql/pglite/template';
+import { passThroughSerializers } from './pg-wire-values.ts';
+import { deserializeError, type Envelope, type ThreadInit, type ThreadMessage, type ThreadRequest } from './pglite-thread-protocol.ts';
+
+/** What the project uses of PGlite: PGlite itself satisfies it, and so does the thread client. */
+export type EmbeddedPglite = Pick<PGlite, 'query' | 'exec' | 'transaction' | 'listen' | 'unlisten' | 'dumpDataDir' | 'close' | 'closed' | 'parsers'>;
+
+type Parser = (value: string, typeId: number) => unknown;
+type Pending = { resolve: (value: unknown) => void; reject: (err: Error) => void };
+
+/** Running from source (tsx), the thread must register the same loader before importing a .ts file. */
+function startWorker(init: ThreadInit): Worker {
+  const options = { workerData: init, transferList: init.loadDataDir ? [init.loadDataDir] : [] };
+  if (import.meta.url.endsWith('.ts')) {
+    const entry = new URL('./pglite-thread.ts', import.meta.url).href;
+    const tsx = import.meta.resolve('tsx/esm/api');
+    const code = `import(${JSON.stringify(tsx)}).then((m) => m.register()).then(() => import(${JSON.stringify(entry)}))`;
+    return new Worker(code, { ...options, eval: true });
+  }
+  // The build (scripts/build.ts) emits the thread beside the bundle that opens it.
+  return new Worker(new URL('./pglite-thread.js', import.meta.url), options);
+}
+
+export class PgliteThread implements EmbeddedPglite {
+  readonly #worker: Worker;
+  readonly #pending = new Map<number, Pending>();
+  readonly #listeners = new Map<number, { channel: string; callback: (payload: string) => void }>();
+  readonly #txIds = new WeakMap<Transaction, number>();
+  readonly #rawTypes = new WeakMap<object, number[]>();
+  #nextId = 1;
+  #nextTx = 1;
+  #nextListener = 1;
+  #closed = false;
+  #failure: Error | null = null;
+  /** Oids PGlite has parsers for (the pg adapter asks for all of them as raw text). */
+  parsers: PGlite['parsers'] = {};
+
+  private constructor(worker: Worker) {
+    this.#worker = worker;
+  }
+
+  static async create(target: { dataDir: string; loadDataDir?: Blob }): Promise<PgliteThread> {
+    const loadDataDir = target.loadDataDir ? await target.loadDataDir.arrayBuffer() : undefined;
+    const worker = startWorker({ dataDir: target.dataDir, ...(loadDataDir ? { loadDataDir } : {}) });
+    const thread = new PgliteThread(worker);
+    const ready = new Promise<void>((resolve, reject) => {
+      worker.on('message', (m: ThreadMessage) => {
+        if ('ready' in m) {
+          thread.parsers = Object.fromEntries(m.parserTypes.map((t) => [t, (x: string) => x]));
+          resolve();
+        } else if ('failed' in m) reject(deserializeError(m.failed));
+        else thread.#receive(m);
+      });
+      worker.on('error', (err) => {
+        reject(err);
+        thread.#fail(err);
+      });
+      worker.on('exit', (code) => {
+        const err = new Error(`the database thread exited (code ${code})`);
+        reject(err);
+        thread.#fail(err);
+      });
+    });
+    try {
+      await ready;
+    } catch (err) {
+      await worker.terminate();
+      throw err;
+    }
+    // Idle, the thread must not keep the process alive (PGlite in-process did not); #call
+    // holds a reference while a request is in flight.
+    worker.unref();
+    return thread;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Statements (simple queries and executes) the engine has run so far: benches count with it. */
+  statementsRun(): Promise<number> {
+    return this.#call({ op: 'statements' }) as Promise<number>;
+  }
+
+  #receive(m: ThreadMessage): void {
+    if ('notify' in m) {
+      this.#listeners.get(m.notify)?.callback(m.payload);
+      return;
+    }
+    if (!('id' in m)) return;
+    const pending = this.#pending.get(m.id);
+    if (!pending) return;
+    this.#pending.delete(m.id);
+    if (this.#pending.size === 0) this.#worker.unref();
+    if (m.ok) pending.resolve(m.value);
+    else pending.reject(deserializeError(m.error));
+  }
+
+  #fail(err: Error): void {
+    this.#failure ??= err;
+    this.#closed = true;
+    for (const p of this.#pending.values()) p.reject(err);
+    this.#pending.clear();
+  }
+
+  #call(request: ThreadRequest): Promise<unknown> {
+    if (this.#failure) return Promise.reject(this.#failure);
+    if (this.#closed && request.op !== 'close') return Promise.reject(new Error('PGlite is closed'));
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      if (this.#pending.size === 0) this.#worker.ref();
+      this.#pending.set(id, { resolve, reject });
+      const envelope: Envelope = { ...request, id };
+      this.#worker.postMessage(envelope);
+    });
+  }
+
+  /** The oids of a parsers map, kept per map object (drizzle and the pg adapter reuse theirs). */
+  #rawTypesOf(parsers: object | undefined): number[] | undefined {
+    if (!parsers) return undefined;
+    let types = this.#rawTypes.get(parsers);
+    if (!types) {
+      types = Object.keys(parsers).map(Number);
+      this.#rawTypes.set(parsers, types);
+    }
+    return types;
+  }
+
+  /** The caller's parsers, applied here to the raw text the thread answered for their oids. */
+  #parse<T>(result: Results<T>, parsers: QueryOptions['parsers']): Results<T> {
+    if (!parsers || result.rows.length === 0) return result;
+    const columns = result.fields
+      .map((f, i) => ({ i, name: f.name, typeId: f.dataTypeID, parse: parsers[f.dataTypeID] as Parser | undefined }))
+      .filter((c) => c.parse !== undefined);
+    if (columns.length === 0) return result;
+    for (const row of result.rows as unknown[]) {
+      const cells = row as Record<string | number, unknown>;
+      for (const c of columns) {
+        const key = Array.isArray(row) ? c.i : c.name;
+        const value = cells[key];
+        if (typeof value === 'string') cells[key] = (c.parse as Parser)(value, c.typeId);
+      }
+    }
+    return result;
+  }
+
+  #queryRequest(sql: string, params: unknown[] | undefined, options: QueryOptions | undefined, tx: number | undefined): ThreadRequest {
+    if (options?.serializers && options.serializers !== passThroughSerializers) {
+      throw new Error('custom serializers cannot cross to the database thread; pass values already encoded, or none');
+    }
+    if (options?.blob) throw new Error('blobs (COPY) are not supported across the database thread');
+    const rawTypes = this.#rawTypesOf(options?.parsers);
+    return {
+      op: 'query',
+      sql,
+      params: params ?? [],
+      ...(tx !== undefined ? { tx } : {}),
+      ...(options?.rowMode ? { rowMode: options.rowMode } : {}),
+      ...(options?.paramTypes ? { paramTypes: options.paramTypes } : {}),
+      ...(options?.serializers ? { rawParams: true } : {}),
+      ...(rawTypes ? { rawTypes } : {}),
+    };
+  }
+
+  async #query<T>(sql: string, params: unknown[] | undefined, options: QueryOptions | undefined, tx?: number): Promise<Results<T>> {
+    const result = (await this.#call(this.#queryRequest(sql, params, options, tx))) as Results<T>;
+    return this.#parse(result, options?.parsers);
+  }
+
+  async #exec(sql: string, options: QueryOptions | undefined, tx?: number): Promise<Results[]> {
+    if (options?.blob) throw new Error('blobs (COPY) are not supported across the database thread');
+    const rawTypes = this.#rawTypesOf(options?.parsers);
+    const results = (await this.#call({
+      op: 'exec',
+      sql,
+      ...(tx !== undefined ? { tx } : {}),
+      ...(options?.rowMode ? { rowMode: options.rowMode } : {}),
+      ...(rawTypes ? { rawTypes } : {}),
+    })) as Results[];
+    return results.map((r) => this.#parse(r, options?.parsers));
+  }
+
+  query<T>(sql: string, params?: unknown[], options?: QueryOptions): Promise<Results<T>> {
+    return this.#query<T>(sql, params, options);
+  }
+
+  exec(sql: string, options?: QueryOptions): Promise<Results[]> {
+    return this.#exec(sql, options);
+  }
+
+  async transaction<T>(callback: (tx: Transaction) => Promise<T>): Promise<T> {
+    const id = this.#nextTx++;
+    await this.#call({ op: 'begin', tx: id });
+    let closed = false;
+    const checkClosed = () => {
+      if (closed) throw new Error('Transaction is closed');
+    };
+    const tx: Transaction = {
+      query: async <R>(sql: string, params?: unknown[], options?: QueryOptions) => {
+        checkClosed();
+        return this.#query<R>(sql, params, options, id);
+      },
+      sql: async <R>(strings: TemplateStringsArray, ...values: unknown[]) => {
+        checkClosed();
+        const q = templateQuery(strings, ...values);
+        return this.#query<R>(q.query, q.params, undefined, id);
+      },
+      exec: async (sql: string, options?: QueryOptions) => {
+        checkClosed();
+        return this.#exec(sql, options, id);
+      },
+      rollback: async () => {
+        checkClosed();
+        await this.#call({ op: 'rollback', tx: id });
+        closed = true;
+      },
+      listen: async (channel: string, callback: (payload: string) => void) => {
+        checkClosed();
+        return this.listen(channel, callback, tx);
+      },
+      get closed() {
+        return closed;
+      },
+    };
+    this.#txIds.set(tx, id);
+    let result: T;
+    try {
+      result = await callback(tx);
+    } catch (err) {
+      closed = true;
+      await this.#call({ op: 'end', tx: id, commit: false });
+      throw err;
+    }
+    closed = true;
+    await this.#call({ op: 'end', tx: id, commit: true });
+    return result;
+  }
+
+  async listen(channel: string, callback: (payload: string) => void, tx?: Transaction): Promise<(tx?: Transaction) => Promise<void>> {
+    const listener = this.#nextListener++;
+    this.#listeners.set(listener, { channel, callback });
+    const txId = tx ? this.#txIds.get(tx) : undefined;
+    try {
+      await this.#call({ op: 'listen', channel, listener, ...(txId !== undefined ? { tx: txId } : {}) });
+    } catch (err) {
+      this.#listeners.delete(listener);
+      throw err;
+    }
+    return async (unlistenTx?: Transaction) => this.#unlisten(channel, [listener], unlistenTx);
+  }
+
+  async unlisten(channel: string, callback?: (payload: string) => void, tx?: Transaction): Promise<void> {
+    const ids = [...this.#listeners].filter(([, l]) => l.channel === channel && (!callback || l.callback === callback)).map(([id]) => id);
+    await this.#unlisten(channel, ids, tx);
+  }
+
+  async #unlisten(channel: string, ids: number[], tx: Transaction | undefined): Promise<void> {
+    if (ids.length === 0) return;
+    for (const id of ids) this.#listeners.delete(id);
+    const txId = tx ? this.#txIds.get(tx) : undefined;
+    await this.#call({ op: 'unlisten', channel, listeners: ids, ...(txId !== undefined ? { tx: txId } : {}) });
+  }
+
+  async dumpDataDir(compression: 'auto' | 'gzip' | 'none' = 'auto'): Promise<File | Blob> {
+    const dump = (await this.#call({ op: 'dump', compression })) as { bytes: ArrayBuffer; type: string; name: string | null };
+    return dump.name !== null ? new File([dump.bytes], dump.name, { type: dump.type }) : new Blob([dump.bytes], { type: dump.type });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      await this.#call({ op: 'close' });
+    } finally {
+      this.#closed = true;
+      await this.#worker.terminate();
+    }
+  }
+}
