@@ -169,7 +169,19 @@ class RecordTimer implements Cmd {
     }
     const steps = STEPS.slice(next, next + this.count);
     const events = steps.map((s) => ({ type: s, time: at(STEPS.indexOf(s)) }));
-    const { mutationId } = await client.visits.recordTimerEvents(visitId, events.map((e) => ev(e.type, e.time)));
+    let mutationId: number;
+    try {
+      ({ mutationId } = await client.visits.recordTimerEvents(visitId, events.map((e) => ev(e.type, e.time))));
+    } catch (err) {
+      // Another device's events may reach this one through the feed between the read above
+      // and the write: the device then refuses the write by the same rule the server would.
+      // Only that case is a refusal the model accepts.
+      const now = await client.visits.get(visitId);
+      const arrived = steps.some((s) => now?.timer_events.some((e) => e.event_type === s));
+      if (!(err instanceof InvalidWriteError) || err.code !== 'invalid_timer_sequence' || !arrived) throw err;
+      m.localRefusals++;
+      return;
+    }
     const writes = m.timerWrites.get(visitId) ?? [];
     writes.push({ device: this.d, mutationId, events });
     m.timerWrites.set(visitId, writes);
