@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { isDatabaseUnreachable } from '../db/reachability.ts';
 import { Invalid } from '../errors.ts';
+import { safeError } from '../log-safety.ts';
 import type { Idempotency } from '../services/idempotency.ts';
 
 declare module 'fastify' {
@@ -44,7 +46,16 @@ export const idempotency = fp(
       if (!request.idempotency) return payload;
       const { scope, key } = request.idempotency;
       request.idempotency = null;
-      await opts.idempotency.complete(scope, key, reply.statusCode, typeof payload === 'string' ? payload : '');
+      try {
+        await opts.idempotency.complete(scope, key, reply.statusCode, typeof payload === 'string' ? payload : '');
+      } catch (err) {
+        // The database went away after the handler answered. The answer stands: a 2xx write
+        // is committed (a retry meets the unfinished claim, 409, rather than a second write),
+        // and a 503 stays a 503 (its claim is released as abandoned later). Throwing here
+        // would turn either into a 500 carrying the failed query's text.
+        if (!isDatabaseUnreachable(err)) throw err;
+        request.log.warn({ err: safeError(err), statusCode: reply.statusCode }, 'idempotency key not recorded: database unreachable');
+      }
       return payload;
     });
   },

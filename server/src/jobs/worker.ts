@@ -9,6 +9,7 @@ import { cleanupExpired } from './cleanup-expired.ts';
 import { aiProcessAudio } from './ai-process-audio.ts';
 import { sendMail } from './send-mail.ts';
 import { pushNotification, pushSend } from './push-notification.ts';
+import { retryJobQueueWritesWhileDatabaseAway } from './retry-connection-errors.ts';
 
 const handlers: { [K in TaskName]: JobHandler<K> } = {
   send_mail: sendMail,
@@ -66,6 +67,7 @@ export async function startWorker(opts: {
     };
     taskList[name] = task;
   }
+  retryJobQueueWritesWhileDatabaseAway();
   let runner: Runner | null = await run({
     pgPool: opts.pgPool,
     taskList,
