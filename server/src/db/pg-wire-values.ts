@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import pg from 'pg';
 import type { CustomTypesConfig, FieldDef } from 'pg';
 import type { Results } from '@electric-sql/pglite';
-import type { EmbeddedPglite } from './pglite-thread-client.ts';
+import type { EmbeddedPglite } from './embedded-pglite.ts';
 
 // `pg/lib/utils` has no type declarations, so it is loaded untyped and narrowed below.
 const requireCjs = createRequire(import.meta.url);

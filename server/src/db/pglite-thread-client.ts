@@ -16,8 +16,9 @@ import { query as templateQuery } from '@electric-sql/pglite/template';
 import { passThroughSerializers } from './pg-wire-values.ts';
 import { deserializeError, type Envelope, type ThreadInit, type ThreadMessage, type ThreadRequest } from './pglite-thread-protocol.ts';
 
-/** What the project uses of PGlite: PGlite itself satisfies it, and so does the thread client. */
-export type EmbeddedPglite = Pick<PGlite, 'query' | 'exec' | 'transaction' | 'listen' | 'unlisten' | 'dumpDataDir' | 'close' | 'closed' | 'parsers'>;
+import type { EmbeddedPglite } from './embedded-pglite.ts';
+
+export type { EmbeddedPglite } from './embedded-pglite.ts';
 
 type Parser = (value: string, typeId: number) => unknown;
 type Pending = { resolve: (value: unknown) => void; reject: (err: Error) => void };

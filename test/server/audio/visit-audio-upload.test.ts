@@ -116,8 +116,10 @@ forEachBackend('audio: visit-audio-upload and download', (backend) => {
     assert.equal(res.status, 413, JSON.stringify(res.body));
     assert.equal(res.body.status, false);
     assert.equal(res.body.code, 'audio_too_large');
-    // The test process is also the server (and the embedded database): a buffered upload would add ≥ 48 MB here.
-    assert.ok(peak - rssBefore < total / 2, `RSS grew ${(peak - rssBefore) / 1e6} MB while ${total / 1e6} MB streamed`);
+    // The test process is also the server (and the embedded database, whose thread's heap and
+    // WASM memory move the RSS by up to ~30 MB on their own under load): a buffered upload
+    // would add at least the 50 MB streamed, above this bound.
+    assert.ok(peak - rssBefore < total * 0.8, `RSS grew ${(peak - rssBefore) / 1e6} MB while ${total / 1e6} MB streamed`);
     const mine = rowsOf(await server.runtime.services.unitOfWork.db.execute(sql`select count(*)::int as n from audio_files where visit_id = ${visit}`));
     assert.equal(Number(mine[0]?.n), 0);
     assert.equal(filesUnder(path.join(server.dataDir, 'audio', 'objects', user.uuid)).length, 0);
