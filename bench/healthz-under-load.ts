@@ -21,7 +21,7 @@ import http from 'node:http';
 import os from 'node:os';
 import autocannon from 'autocannon';
 import type { HealthzServers } from './support/healthz-servers.ts';
-import { percentile, setting, startChild, stopChild } from './support/measure.ts';
+import { machine, percentile, setting, startChild, stopChild } from './support/measure.ts';
 
 const quick = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
 const DURATION = setting('BENCH_DURATION_SECONDS', quick ? 4 : 10, 2, 60);
@@ -179,9 +179,7 @@ try {
       backend: s.backend,
       durationSeconds: DURATION,
       probeIntervalMs: PROBE_INTERVAL_MS,
-      node: process.version,
-      cpus: os.cpus().length,
-      loadAverage: { before: Number(loadBefore.toFixed(2)), after: Number((os.loadavg()[0] ?? 0).toFixed(2)) },
+      ...machine(loadBefore),
       upcoming: s.upcoming,
       idle: { p50Ms: r3(idle.p50Ms), p99Ms: r3(idle.p99Ms), maxMs: r3(idle.maxMs), samples: idle.samples },
       results: loaded.map((r) => ({

@@ -20,7 +20,7 @@ import os from 'node:os';
 import type { ChildProcess } from 'node:child_process';
 import type autocannon from 'autocannon';
 import type { RestFloorServers, StatementCounts } from './support/rest-floor-servers.ts';
-import { measure, setting, startChild, stopChild, type Measured, type Target } from './support/measure.ts';
+import { machine, measure, setting, startChild, stopChild, type Measured, type Target } from './support/measure.ts';
 
 const DURATION = setting('BENCH_DURATION_SECONDS', 5, 1, 30);
 const CONNECTIONS = setting('BENCH_CONNECTIONS', 10, 1, 64);
@@ -187,9 +187,7 @@ try {
       backend: s.backend,
       durationSeconds: DURATION,
       connections: CONNECTIONS,
-      node: process.version,
-      cpus: os.cpus().length,
-      loadAverage: { before: Number(loadBefore.toFixed(2)), after: Number((os.loadavg()[0] ?? 0).toFixed(2)) },
+      ...machine(loadBefore),
       results: rows.map((r) => ({
         endpoint: r.name,
         target: r.what,

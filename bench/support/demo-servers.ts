@@ -4,7 +4,7 @@
  * with BENCH_DATABASE_URL) loaded with `fieldchart seed --demo`. Sends `{ ready }` with the
  * demo clinician's token and a documented visit's uuid; closes on `'stop'` or disconnect.
  */
-import { startServerPair } from './server-pair.ts';
+import { signedInDemo, startServerPair } from './server-pair.ts';
 
 export interface DemoServers {
   readonly backend: 'pglite' | 'postgres';
@@ -22,20 +22,13 @@ if (!process.send) throw new Error('demo-servers runs as a child process of a be
 const { backend, bareUrl, server, stop } = await startServerPair();
 // Imported after the pair has set TEST_DATABASE_URL.
 const { API } = await import('../../test/helpers/test-server.ts');
-const { operationContext, runOperation } = await import('@fieldchart/server');
-
-const seeded = (await runOperation(operationContext(server.runtime.services, server.runtime.database), 'seed.demo', {})) as {
-  email: string;
-  password: string;
-  visits: { total: number; today: number };
-};
-const signIn = await server.api('POST', '/sign-in', { body: { email: seeded.email, password: seeded.password } });
-const token = signIn.body?.data?.token as string | undefined;
-const history = await server.api('GET', '/get-visit-history?record_type=with_notes&per_page=1', { token: token ?? null });
+const seeded = await signedInDemo({ server, stop });
+const token = seeded.token;
+const history = await server.api('GET', '/get-visit-history?record_type=with_notes&per_page=1', { token });
 const visitUuid = history.body?.data?.[0]?.schedule_uuid as string | undefined;
-if (!token || !visitUuid) {
+if (!visitUuid) {
   await stop();
-  throw new Error(`demo set-up failed: sign-in ${signIn.status}, history ${history.status}`);
+  throw new Error(`demo set-up failed: history ${history.status}`);
 }
 
 const ready: DemoServers = {

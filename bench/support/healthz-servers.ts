@@ -6,7 +6,7 @@
  * work (the throttle statements, the user lookup, argon2) instead of a cheap refusal. Sends
  * `{ ready }`; closes on `'stop'` or disconnect.
  */
-import { startServerPair } from './server-pair.ts';
+import { signedInDemo, startServerPair } from './server-pair.ts';
 
 export interface HealthzServers {
   readonly backend: 'pglite' | 'postgres';
@@ -25,19 +25,12 @@ const { backend, server, stop } = await startServerPair({
   env: { SIGNIN_FAILURES_PER_ACCOUNT: '1000000000', SIGNIN_FAILURES_PER_ADDRESS: '1000000000' },
 });
 const { API } = await import('../../test/helpers/test-server.ts');
-const { operationContext, runOperation } = await import('@fieldchart/server');
-
-const seeded = (await runOperation(operationContext(server.runtime.services, server.runtime.database), 'seed.demo', {})) as {
-  email: string;
-  password: string;
-  visits: { total: number; today: number };
-};
-const signIn = await server.api('POST', '/sign-in', { body: { email: seeded.email, password: seeded.password } });
-const token = signIn.body?.data?.token as string | undefined;
-const upcoming = await server.api('GET', '/get-upcomming-visits', { token: token ?? null });
-if (!token || upcoming.status !== 200) {
+const seeded = await signedInDemo({ server, stop });
+const token = seeded.token;
+const upcoming = await server.api('GET', '/get-upcomming-visits', { token });
+if (upcoming.status !== 200) {
   await stop();
-  throw new Error(`demo set-up failed: sign-in ${signIn.status}, upcoming ${upcoming.status}`);
+  throw new Error(`demo set-up failed: upcoming ${upcoming.status}`);
 }
 
 const ready: HealthzServers = {

@@ -201,14 +201,22 @@ export async function runBench(opts: {
       ...opts.extra,
       durationSeconds: opts.durationSeconds,
       connections: opts.connections,
-      node: process.version,
-      cpus: os.cpus().length,
-      cpuModel: os.cpus()[0]?.model ?? null,
-      // Other work on the machine skews everything here: the 1-minute load average before and
-      // after the run says whether the figures can be trusted.
-      loadAverage: { before: Number(opts.loadBefore.toFixed(2)), after: Number((os.loadavg()[0] ?? 0).toFixed(2)) },
+      ...machine(opts.loadBefore),
       results: jsonRows(rows),
     }),
   );
 }
 
+
+/**
+ * What every bench's JSON line carries about the machine. Other work on it skews every figure:
+ * the 1-minute load average before and after the run says whether they can be trusted.
+ */
+export function machine(loadBefore: number) {
+  return {
+    node: process.version,
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model ?? null,
+    loadAverage: { before: Number(loadBefore.toFixed(2)), after: Number((os.loadavg()[0] ?? 0).toFixed(2)) },
+  };
+}

@@ -10,7 +10,7 @@
 import type { EmbeddedPglite } from '../../server/src/db/database.ts';
 import type { PgliteThread } from '../../server/src/db/pglite-thread-client.ts';
 import postgres from 'postgres';
-import { startServerPair } from './server-pair.ts';
+import { signedInDemo, startServerPair } from './server-pair.ts';
 import { floorSqlOf, startFloor } from './rest-floor.ts';
 
 export interface RestFloorServers {
@@ -37,17 +37,14 @@ const TIMER_VISITS = Number(process.env.BENCH_TIMER_VISITS ?? 40_000);
 
 const { backend, server, stop } = await startServerPair({ env: { WORKER_ENABLED: 'false', RESPONSE_CHECK: 'false' } });
 const { API } = await import('../../test/helpers/test-server.ts');
-const { operationContext, runOperation } = await import('../../server/src/admin/operations.ts');
-
-const seeded = (await runOperation(operationContext(server.runtime.services, server.runtime.database), 'seed.demo', {})) as { email: string; password: string };
-const signIn = await server.api('POST', '/sign-in', { body: { email: seeded.email, password: seeded.password } });
-const token = signIn.body?.data?.token as string | undefined;
-const history = await server.api('GET', '/get-visit-history?record_type=with_notes&per_page=1', { token: token ?? null });
+const seeded = await signedInDemo({ server, stop });
+const token = seeded.token;
+const history = await server.api('GET', '/get-visit-history?record_type=with_notes&per_page=1', { token });
 const visitUuid = history.body?.data?.[0]?.schedule_uuid as string | undefined;
-const upcoming = await server.api('GET', '/get-upcomming-visits', { token: token ?? null });
-if (!token || !visitUuid || upcoming.status !== 200) {
+const upcoming = await server.api('GET', '/get-upcomming-visits', { token });
+if (!visitUuid || upcoming.status !== 200) {
   await stop();
-  throw new Error(`demo set-up failed: sign-in ${signIn.status}, history ${history.status}, upcoming ${upcoming.status}`);
+  throw new Error(`demo set-up failed: history ${history.status}, upcoming ${upcoming.status}`);
 }
 const ownerId = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')).sub as string;
 

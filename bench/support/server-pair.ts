@@ -51,3 +51,23 @@ export async function startServerPair(opts: Parameters<typeof StartTestServer>[1
 
   return { backend: backend.name, bareUrl: `http://127.0.0.1:${(bare.server.address() as AddressInfo).port}`, server, stop };
 }
+
+/**
+ * The demo clinician (`fieldchart seed --demo`) seeded on the pair's server and signed in: what
+ * every REST bench starts from. A failed set-up stops the pair.
+ */
+export async function signedInDemo(pair: Pick<ServerPair, 'server' | 'stop'>): Promise<{ email: string; password: string; visits: { total: number; today: number }; token: string }> {
+  const { server } = pair;
+  // Imported here, after the pair has set TEST_DATABASE_URL.
+  const { operationContext, runOperation } = await import('@fieldchart/server');
+  const seeded = (await runOperation(operationContext(server.runtime.services, server.runtime.database), 'seed.demo', {})) as {
+    email: string;
+    password: string;
+    visits: { total: number; today: number };
+  };
+  const signIn = await server.api('POST', '/sign-in', { body: { email: seeded.email, password: seeded.password } });
+  const token = signIn.body?.data?.token as string | undefined;
+  if (token) return { ...seeded, token };
+  await pair.stop();
+  throw new Error(`demo set-up failed: sign-in ${signIn.status}`);
+}

@@ -4,7 +4,6 @@
  * the small statistics and table helpers the sync scripts share.
  */
 import { randomUUID } from 'node:crypto';
-import os from 'node:os';
 import { WebSocket } from 'ws';
 import type { ServerMessage } from '@fieldchart/schema/sync';
 import { percentile, startChild } from './measure.ts';
@@ -212,15 +211,7 @@ export function table(head: readonly string[], rows: readonly (readonly string[]
   return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
-/** What every sync bench's JSON line carries about the machine (the load says whether to trust it). */
-export function machine(loadBefore: number) {
-  return {
-    node: process.version,
-    cpus: os.cpus().length,
-    cpuModel: os.cpus()[0]?.model ?? null,
-    loadAverage: { before: Number(loadBefore.toFixed(2)), after: Number((os.loadavg()[0] ?? 0).toFixed(2)) },
-  };
-}
+export { machine } from './measure.ts';
 
 /** `--quick` (CI-sized) on the command line or BENCH_QUICK=1. */
 export const quick = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';

@@ -19,30 +19,13 @@ import { backends, type TestBackend, type TestDatabase } from '../helpers/backen
 import { eventually } from '../helpers/eventually.ts';
 import { helloSync, nextFeed, type SyncSocket } from '../helpers/sync-socket.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { ANSWER_BOUND_MS, assertAwayAnswers, readyAgain, REOPEN_MS, SETTLE_MS, timedRequest, type Outcome } from '../helpers/database-outage.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { createPatient, scheduleVisit, timerEvent, utcClinician, type User } from './visits/visit-fixtures.ts';
 
 const postgresBackend = backends.find((b) => b.name === 'postgres');
 
-/** No request may take longer than this while the database is away. */
-const ANSWER_BOUND_MS = 5_000;
-/** Requests in flight when the proxy is cut may end either way; from this long after, only 503. */
-const SETTLE_MS = 500;
-/**
- * From /readyz 200 (its own fresh connection) until the API is open again: the gate's next
- * probe (every 500 ms while away) and the pool's reconnect (at most 1 s after a failure).
- */
-const REOPEN_MS = 1500;
-
 const today = () => new Date().toISOString().slice(0, 10);
-
-interface Outcome {
-  readonly label: string;
-  readonly startedAt: number;
-  readonly ms: number;
-  readonly status: number;
-  readonly body: any;
-}
 
 describe('database away under load [postgres]', { skip: postgresBackend ? false : 'needs TEST_DATABASE_URL' }, () => {
   let real: TestDatabase;
@@ -79,29 +62,8 @@ describe('database away under load [postgres]', { skip: postgresBackend ? false 
     assert.deepEqual(uncaught.map(String), [], 'no uncaught exception while the database came and went');
   });
 
-  async function timed(label: string, method: string, path: string, token: string, body?: unknown): Promise<Outcome> {
-    const startedAt = performance.now();
-    const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${token}` };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    try {
-      const res = await fetch(`${server.url}/api/therapist/v1${path}`, {
-        method,
-        headers,
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        signal: AbortSignal.timeout(ANSWER_BOUND_MS * 3),
-      });
-      const text = await res.text();
-      let parsed: unknown = text;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        // kept as text: the assertion below shows it
-      }
-      return { label, startedAt, ms: performance.now() - startedAt, status: res.status, body: parsed };
-    } catch (err) {
-      return { label, startedAt, ms: performance.now() - startedAt, status: 0, body: String(err) };
-    }
-  }
+  const timed = (label: string, method: string, path: string, token: string, body?: unknown) =>
+    timedRequest(server.url, label, method, path, token, body === undefined ? {} : { body });
 
   test('503 while PostgreSQL is away, then recovery without a restart', async () => {
     // Four clinicians, each with a patient, a visit today and an open sync socket.
@@ -160,26 +122,11 @@ describe('database away under load [postgres]', { skip: postgresBackend ? false 
     assert.equal(readyz.status, 503);
     assert.deepEqual((await readyz.json()).checks.database, 'failing');
     assert.ok(performance.now() - readyzStarted < ANSWER_BOUND_MS, '/readyz answers within the bound');
-    const restoreAt = performance.now();
-    const whileAway = outcomes.filter((o) => o.startedAt > cutAt + SETTLE_MS && o.startedAt + o.ms < restoreAt);
-    assert.ok(whileAway.length >= 40);
-    for (const o of whileAway) {
-      assert.equal(o.status, 503, `${o.label}: ${o.status} ${JSON.stringify(o.body)}`);
-      assert.deepEqual(o.body, { status: false, message: o.body.message, code: 'database_unavailable' }, o.label);
-      assert.equal(typeof o.body.message, 'string');
-      assert.ok(o.ms < ANSWER_BOUND_MS, `${o.label} took ${Math.round(o.ms)} ms`);
-    }
+    assertAwayAnswers(outcomes, cutAt, performance.now());
 
     proxy.restore();
     // The server comes back by itself.
-    await eventually(
-      async () => {
-        const r = await fetch(`${server.url}/readyz`);
-        assert.equal(r.status, 200);
-      },
-      { timeoutMs: 30_000, intervalMs: 200 },
-    );
-    const recoveredAt = performance.now();
+    const recoveredAt = await readyAgain(server.url, 30_000);
     await eventually(
       () => {
         const after = outcomes.filter((o) => o.startedAt > recoveredAt + REOPEN_MS);

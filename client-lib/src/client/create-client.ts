@@ -27,7 +27,7 @@ import { byVisitTime, readNotifications, readPatients, readVisits, type Patient,
 import type { BackoffOptions } from '../sync/backoff.ts';
 import { draftName, scheduleUuidOfDraft, SOAP_SECTIONS } from '../sync/drafts.ts';
 import { SyncEngine, type SyncEvents } from '../sync/sync-engine.ts';
-import { clearUserData, deviceOwnerFor, unsyncedWork } from '../sync/session.ts';
+import { deviceOwnerFor, unsyncedWork } from '../sync/session.ts';
 import type { SyncStatus } from '../sync/status.ts';
 import { LocalNotFoundError, NotSignedInError, OutboxNotEmptyError, PlanDayError } from './errors.ts';
 import { planDayFrom } from '../model/plan-day.ts';
@@ -114,10 +114,7 @@ function buildClient(db: LocalDb, engine: SyncEngine, options: FieldchartClientO
       const owner = await deviceOwnerFor(db, user.uuid);
       // The device holds another clinician's data: never upload their writes as this user.
       if (owner.kind === 'other_unsynced') throw new OutboxNotEmptyError(owner.writes, owner.drafts);
-      if (owner.kind === 'other') {
-        engine.drafts.clear();
-        await clearUserData(db, null);
-      }
+      if (owner.kind === 'other') await engine.wipeUserData();
     }
     const session: StoredSession = {
       token: pair.token,
@@ -153,9 +150,7 @@ function buildClient(db: LocalDb, engine: SyncEngine, options: FieldchartClientO
         await rest.logout({ token }).catch(() => undefined);
       }
       await engine.endSession('signed_out');
-      engine.drafts.clear();
-      await clearUserData(db, null);
-      engine.events.emit('change', { reason: 'reset' });
+      await engine.wipeUserData();
     },
 
     visits: {

@@ -369,16 +369,21 @@ export class SyncEngine {
   }
 
   /**
-   * The account was closed on the server (4403): its PHI leaves the device — synced rows, the
-   * outbox and drafts, unsynced work included (nothing more will be uploaded for it) — and the
-   * device key is replaced. A storage failure here is state, like any other in the background.
+   * Removes the user's data from the device — synced rows, the outbox and drafts, unsynced
+   * work included — and replaces the device key; the app hears a reset. Sign-out, another
+   * user signing in, and an account closed on the server all end here.
    */
+  async wipeUserData(): Promise<void> {
+    this.drafts.clear();
+    await clearUserData(this.opts.db, null);
+    this.state.patch({ pending: 0, failed: 0 });
+    this.events.emit('change', { reason: 'reset' });
+  }
+
+  /** The account was closed on the server (4403): nothing more is uploaded for it. A storage failure here is state, like any other in the background. */
   private async wipeDevice(): Promise<void> {
     try {
-      this.drafts.clear();
-      await clearUserData(this.opts.db, null);
-      this.state.patch({ pending: 0, failed: 0 });
-      this.events.emit('change', { reason: 'reset' });
+      await this.wipeUserData();
     } catch (err) {
       this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
     }

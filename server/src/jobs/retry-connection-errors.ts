@@ -15,12 +15,8 @@ const AWAY = { minDelay: 500, maxDelay: 30_000 };
 /** Errnos of a refused or dropped connection, and PostgreSQL's admin_shutdown / crash_shutdown. */
 const CODES = ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENETUNREACH', '57P01', '57P02'] as const;
 
-let done = false;
-
-/** Idempotent; called before the first worker starts. */
+/** Called before a worker starts; a code already in the table keeps its entry (so a second call changes nothing). */
 export function retryJobQueueWritesWhileDatabaseAway(): void {
-  if (done) return;
-  done = true;
   const table = RETRYABLE_ERROR_CODES as Record<string, { minDelay: number; maxDelay: number } | undefined>;
   for (const code of CODES) table[code] ??= AWAY;
 }

@@ -25,7 +25,7 @@ export const accountRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
   app.get('/my-profile', {
     schema: { tags, summary: "The caller's profile", response: { 200: envelope(userProfile), ...errors(401) } },
     config: { sessionExtra: users.profileExtra },
-    handler: async (req) => ok(await users.profileOf(principalOf(req))),
+    handler: async (req) => ok(await users.profileOfCaller(principalOf(req))),
   });
 
   app.put('/update-basic-info', {

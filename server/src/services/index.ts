@@ -62,7 +62,7 @@ export function createServices(deps: ServiceDeps) {
     audience: config.jwt.audience,
     ttlSeconds: config.jwt.accessTtlSeconds,
   });
-  const sessions = createSessions({ db, clock, accessTokens, refreshTtlSeconds: config.jwt.refreshTtlSeconds, oneSession: config.database.kind === 'pglite' });
+  const sessions = createSessions({ db, clock, accessTokens, refreshTtlSeconds: config.jwt.refreshTtlSeconds });
   const throttle = createThrottle({ clock });
   const mail = createMailOutbox({ db, clock, transport: deps.mailTransport, phi: deps.phi });
   const idempotency = createIdempotency({ db, clock, phi: deps.phi, ttlSeconds: config.limits.idempotencyTtlSeconds });

@@ -1,7 +1,7 @@
 import { and, eq, isNull, ne, sql, type SQL } from 'drizzle-orm';
 import { clinicianSettings, organizationMembers, refreshTokens, sessions, users } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
-import { sessionPrepared } from '../../db/one-statement.ts';
+import { runPrepared } from '../../db/one-statement.ts';
 import { addSeconds, type Clock } from '../../clock.ts';
 import { Unauthorized } from '../../errors.ts';
 import type { AccessTokens } from '../../security/access-tokens.ts';
@@ -34,7 +34,7 @@ export interface Caller extends Principal {
  * route answering from the caller's own rows (GET /my-profile) costs one statement in all.
  */
 export interface SessionExtra {
-  /** The statement's name: one prepared statement per extra. */
+  /** The statement's name on PostgreSQL: one prepared statement per extra. */
   readonly name: string;
   readonly column: SQL;
 }
@@ -46,52 +46,23 @@ export interface SessionExtra {
 /** Longer strings are refused without a lookup (issued tokens are far shorter). */
 const MAX_REFRESH_TOKEN_CHARS = 512;
 
-export function createSessions(deps: { db: Db; clock: Clock; accessTokens: AccessTokens; refreshTtlSeconds: number; oneSession?: boolean }) {
+export function createSessions(deps: { db: Db; clock: Clock; accessTokens: AccessTokens; refreshTtlSeconds: number }) {
   const { clock, accessTokens } = deps;
-  // Every authenticated request runs this: the live session, the enabled user, the seat and
-  // the time zone in one statement, prepared once (a named statement on PostgreSQL), with the
-  // route's extra column when it names one (null otherwise).
-  const prepareCheck = (name: string, extra: SQL | null) =>
-    deps.db
-      .select({
-        revokedAt: sessions.revokedAt,
-        disabledAt: users.disabledAt,
-        organizationId: organizationMembers.organizationId,
-        role: organizationMembers.role,
-        timeZone: clinicianSettings.timeZone,
-        extra: sql<unknown>`${extra ?? sql`null`}`.as('extra'),
-      })
-      .from(sessions)
-      .innerJoin(users, eq(users.id, sessions.userId))
-      .leftJoin(organizationMembers, eq(organizationMembers.userId, users.id))
-      .leftJoin(clinicianSettings, eq(clinicianSettings.userId, users.id))
-      .where(and(eq(sessions.id, sql.placeholder('sessionId')), eq(sessions.userId, sql.placeholder('userId'))))
-      .prepare(name);
-  type SessionRow = Awaited<ReturnType<ReturnType<typeof prepareCheck>['execute']>>[number];
-  // On PGlite, which would plan it again on every request: prepared in SQL once per session.
-  // EXECUTE's rows are named by column, not by the select's keys.
-  type RawSessionRow = { revoked_at: Date | null; disabled_at: Date | null; organization_id: string | null; role: string | null; time_zone: string | null; extra: unknown };
-  const sessionRowOf = (r: RawSessionRow): SessionRow => ({
-    revokedAt: r.revoked_at,
-    disabledAt: r.disabled_at,
-    organizationId: r.organization_id,
-    role: r.role,
-    timeZone: r.time_zone,
-    extra: r.extra,
-  });
-  type Check = (values: { sessionId: string; userId: string }) => Promise<SessionRow[]>;
-  const checkOf = (name: string, extra: SQL | null): Check => {
-    const query = prepareCheck(name, extra);
-    const onOneSession = deps.oneSession ? sessionPrepared<RawSessionRow>(deps.db, name, query.getQuery()) : null;
-    return (values) => (onOneSession ? onOneSession(values).then((rows) => rows.map(sessionRowOf)) : query.execute(values));
-  };
-  const checks = new Map<string, Check>([['session_check', checkOf('session_check', null)]]);
-  const checkFor = (extra: SessionExtra | undefined): Check => {
-    const name = extra?.name ?? 'session_check';
-    let check = checks.get(name);
-    if (!check) checks.set(name, (check = checkOf(name, extra?.column ?? null)));
-    return check;
-  };
+  /**
+   * Every authenticated request runs this: the live session, the enabled user, the seat and
+   * the time zone in one prepared statement (runPrepared: a named statement on PostgreSQL,
+   * PREPAREd in SQL on PGlite), with the route's extra column when it names one.
+   */
+  const checkSession = (sessionId: string, userId: string, extra: SessionExtra | undefined) =>
+    runPrepared<{ revoked_at: unknown; disabled_at: unknown; organization_id: string | null; role: string | null; time_zone: string | null; extra: unknown }>(
+      deps.db,
+      extra?.name ?? 'session_check',
+      sql`select s.revoked_at, users.disabled_at, m.organization_id, m.role, cs.time_zone, ${extra?.column ?? sql`null`} as extra
+        from ${sessions} s join ${users} on users.id = s.user_id
+        left join ${organizationMembers} m on m.user_id = users.id
+        left join ${clinicianSettings} cs on cs.user_id = users.id
+        where s.id = ${sessionId}::uuid and s.user_id = ${userId}::uuid`,
+    );
 
   async function mintRefresh(tx: Db, sessionId: string, now: Date): Promise<string> {
     const refresh = newOpaqueToken();
@@ -124,11 +95,11 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
       if (!claims) throw new Unauthorized('Invalid or expired token', 'invalid_token');
       // The claims are verified; an id that is not a uuid names no session (and is not worth a lookup).
       if (!isUuid(claims.sessionId) || !isUuid(claims.userId)) throw new Unauthorized('Invalid or expired token', 'invalid_token');
-      const [row] = await checkFor(extra)({ sessionId: claims.sessionId, userId: claims.userId });
-      if (!row || row.revokedAt) throw new Unauthorized('Invalid or expired token', 'invalid_token');
-      if (row.disabledAt) throw new Unauthorized('This account is disabled', 'account_disabled');
-      const seat = row.organizationId ? { organizationId: row.organizationId, role: row.role === 'admin' ? ('admin' as const) : ('member' as const) } : null;
-      return { userId: claims.userId, sessionId: claims.sessionId, seat, timeZone: row.timeZone ?? DEFAULT_TIME_ZONE, extra: row.extra ?? null };
+      const [row] = await checkSession(claims.sessionId, claims.userId, extra);
+      if (!row || row.revoked_at) throw new Unauthorized('Invalid or expired token', 'invalid_token');
+      if (row.disabled_at) throw new Unauthorized('This account is disabled', 'account_disabled');
+      const seat = row.organization_id ? { organizationId: row.organization_id, role: row.role === 'admin' ? ('admin' as const) : ('member' as const) } : null;
+      return { userId: claims.userId, sessionId: claims.sessionId, seat, timeZone: row.time_zone ?? DEFAULT_TIME_ZONE, extra: row.extra ?? null };
     },
 
     /** Whether a session still admits its user (the sync channel re-checks open sockets). */

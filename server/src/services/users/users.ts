@@ -50,7 +50,7 @@ export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions; jo
     profileExtra: { name: 'session_check_profile', column: profileFacts } satisfies SessionExtra,
 
     /** The caller's profile from the facts their session check brought, or read when it brought none. */
-    async profileOf(caller: Caller): Promise<UserProfile> {
+    async profileOfCaller(caller: Caller): Promise<UserProfile> {
       if (caller.extra === null) return this.profile(caller.userId);
       return profileFromFacts(caller.extra as ProfileFacts, clock.now());
     },
