@@ -5,14 +5,15 @@
  * with `--` (e.g. `--quick`, CI-sized runs of the sync benches) are passed to every script
  * instead. Each script prints its table and, as its last line, a JSON result.
  * `--table` (not passed on) also rewrites the performance table of bench/README.md from those
- * JSON lines (bench/support/perf-table.ts): `npm run bench -- --table` regenerates it.
+ * JSON lines (bench/support/perf-table.ts): `npm run bench -- --table` regenerates it;
+ * with a filter, only the rows of the benches that ran are replaced.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { performanceTable, withTable } from './support/perf-table.ts';
+import { currentTable, performanceTable, withTable } from './support/perf-table.ts';
 
 const dir = path.dirname(fileURLToPath(import.meta.url));
 const self = path.basename(fileURLToPath(import.meta.url));
@@ -73,7 +74,8 @@ for (const script of scripts) {
 if (writeTable) {
   const readme = path.join(dir, 'README.md');
   const machine = `${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}, load average ${(os.loadavg()[0] ?? 0).toFixed(2)} at the end, ${new Date().toISOString().slice(0, 10)}${flags.length > 0 ? `, flags ${flags.join(' ')}` : ''}`;
-  fs.writeFileSync(readme, withTable(fs.readFileSync(readme, 'utf8'), performanceTable(results, machine)));
+  const text = fs.readFileSync(readme, 'utf8');
+  fs.writeFileSync(readme, withTable(text, performanceTable(results, machine, { previous: filters.length > 0 ? (currentTable(text) ?? undefined) : undefined })));
   console.error(`\nbench/README.md: performance table rewritten (${results.length} benches)`);
 }
 process.exit(failures === 0 ? 0 : 1);
