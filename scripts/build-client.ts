@@ -31,7 +31,7 @@ const ENTRY = 'client-lib/src/index.ts';
 /** Where the declarations of the client's entry land under `types/` (tsc keeps the repo layout). */
 const TYPES_ENTRY = 'types/client-lib/src/index.d.ts';
 /** The schema doors the client imports; their declarations ship inside the package. */
-const SCHEMA_DOORS = ['api', 'sync', 'rules', 'routing'] as const;
+const SCHEMA_DOORS = ['api', 'sync', 'rules', 'routing', 'checklists'] as const;
 
 interface PackageJson {
   name: string;

@@ -24,6 +24,7 @@ export type {
 } from './client/types.ts';
 export { InvalidWriteError, LocalNotFoundError, NotSignedInError, OutboxNotEmptyError, PlanDayError } from './client/errors.ts';
 export type { DayPlan, PlanDayOptions } from './model/plan-day.ts';
+export type { ChecklistItemView, VisitChecklist } from './model/visit-checklist.ts';
 export type { DeviceNotification, Patient, Visit } from './model/views.ts';
 export type { Failure, Rejection } from './storage/outbox.ts';
 export { StorageError, type StorageErrorCode } from './storage/storage-errors.ts';

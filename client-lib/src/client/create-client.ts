@@ -31,6 +31,7 @@ import { deviceOwnerFor, unsyncedWork } from '../sync/session.ts';
 import type { SyncStatus } from '../sync/status.ts';
 import { LocalNotFoundError, NotSignedInError, OutboxNotEmptyError, PlanDayError } from './errors.ts';
 import { planDayFrom } from '../model/plan-day.ts';
+import { checkNote, checklistItems, noteText } from '../model/visit-checklist.ts';
 import { checkArgs, checkTimerSequence, queueWrite } from './writes.ts';
 import type { FieldchartClient, FieldchartClientOptions, VisitReceipt } from './types.ts';
 
@@ -96,6 +97,15 @@ function buildClient(db: LocalDb, engine: SyncEngine, options: FieldchartClientO
     const [v] = await visitsOf({ uuid });
     if (!v) throw new LocalNotFoundError('Visit not found on this device', 'visit_not_found');
     return v;
+  }
+
+  /** The discipline of the visit's referral, else of its patient's newest referral that names one. */
+  async function referralDiscipline(visit: Visit): Promise<string | null> {
+    if (!visit.patient_uuid) return null;
+    const [patient] = await readPatients(db, await overlayEntries(db), visit.patient_uuid);
+    const referrals = patient?.referrals ?? [];
+    const own = referrals.find((r) => r.uuid === visit.referral_uuid)?.discipline;
+    return own || ([...referrals].reverse().find((r) => r.discipline)?.discipline ?? null);
   }
 
   async function requireUser(): Promise<void> {
@@ -244,6 +254,21 @@ function buildClient(db: LocalDb, engine: SyncEngine, options: FieldchartClientO
         await engine.drafts.flush();
         const args = checkArgs('note.submit', { schedule_uuid: scheduleUuid, ...body } as MutationArgs<'note.submit'>);
         return { mutationId: await write('note.submit', args, scheduleUuid) };
+      },
+    },
+
+    checklists: {
+      items: checklistItems,
+      async forVisit(scheduleUuid, opts = {}) {
+        const [visit] = await visitsOf({ uuid: scheduleUuid }, true);
+        if (!visit) throw new LocalNotFoundError('Visit not found on this device', 'visit_not_found');
+        const discipline = opts.discipline ?? (await referralDiscipline(visit));
+        if (!discipline) throw new LocalNotFoundError('The visit has no referral discipline on this device: pass one', 'discipline_unknown');
+        const draft = noteText((await engine.drafts.sections(scheduleUuid)) ?? {});
+        const note = visit.soap_note ? noteText(visit.soap_note) : '';
+        const result = draft !== '' ? checkNote(discipline, draft, 'draft') : checkNote(discipline, note, note !== '' ? 'note' : 'none');
+        if (!result) throw new LocalNotFoundError(`No checklist for discipline ${discipline}`, 'checklist_not_found');
+        return result;
       },
     },
 

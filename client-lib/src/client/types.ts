@@ -7,6 +7,7 @@ import type { NetworkStatus } from '../platform/network-status.ts';
 import type { PgliteAssets } from '../storage/local-db.ts';
 import type { DeviceNotification, Patient, Visit } from '../model/views.ts';
 import type { DayPlan, PlanDayOptions } from '../model/plan-day.ts';
+import type { ChecklistItemView, VisitChecklist } from '../model/visit-checklist.ts';
 import type { Failure, Rejection } from '../storage/outbox.ts';
 import type { BackoffOptions } from '../sync/backoff.ts';
 import type { SoapSection } from '../sync/drafts.ts';
@@ -174,6 +175,22 @@ export interface FieldchartClient {
      * from its copy of the draft, which is synced before the submission is sent.
      */
     submit(scheduleUuid: string, body?: SubmitNoteBody): Promise<QueuedWrite>;
+  };
+
+  /**
+   * Documentation checklists, offline: the server's checklists and matcher, run on the device
+   * (the same answers as `POST /ai/match-checklist` for the same text).
+   */
+  readonly checklists: {
+    /** A discipline's checklist items (`GET /ai/checklist/{discipline}`); null for a discipline with none. */
+    items(discipline: string): ChecklistItemView[] | null;
+    /**
+     * The visit's note against its checklist: the device's draft when it has text, else the
+     * submitted note, else nothing (every item missing). The discipline is the visit's
+     * referral's unless given. Rejects with {@link LocalNotFoundError} `visit_not_found`,
+     * `discipline_unknown` (no referral discipline on the device) or `checklist_not_found`.
+     */
+    forVisit(scheduleUuid: string, options?: { discipline?: string }): Promise<VisitChecklist>;
   };
 
   readonly sync: {
