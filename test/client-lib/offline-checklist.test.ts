@@ -37,7 +37,7 @@ forEachBackend('checklists on the device', (backend) => {
       assert.equal(client.checklists.items('XX'), null);
 
       const patient = await client.patients.create({ first_name: 'Ida', last_name: 'Marsh', referral: { discipline: 'PT' } });
-      const visit = await client.visits.schedule({ patient_uuid: patient.uuid, referral_uuid: patient.referral_uuid, visit_date: today(), start_time: '09:00' });
+      const visit = await client.visits.schedule({ patient_uuid: patient.uuid, visit_date: today(), start_time: '09:00' });
       await client.sync.whenSynced(WAIT);
 
       proxy.cut();

@@ -38,7 +38,7 @@ import { notificationRecord } from '../notifications/notifications.ts';
 import { statusRecordOf } from '../ai/pipeline/records.ts';
 import { effectiveConfig, organizationSettingsOf } from '../organizations/effective-config.ts';
 import { openPatient } from '../patients/patient-codec.ts';
-import { soapRecordOf, visitFieldsOf } from '../visits/visit-records.ts';
+import { soapRecordOf } from '../visits/visit-records.ts';
 import { decodeCursor, encodeCursor, shortHash, type Cursor } from './feed-cursor.ts';
 
 /** Visit dates in scope, relative to the clinician's today. */
@@ -119,7 +119,6 @@ const parseJson = (value: unknown): unknown => (typeof value === 'string' ? JSON
 
 const asPatients = rowsFromJson(patients);
 const asReferrals = rowsFromJson(patientReferrals);
-const asVisits = rowsFromJson(visits);
 const asNotes = rowsFromJson(soapNotes);
 const asMileage = rowsFromJson(visitMileage);
 const asNotifications = rowsFromJson(notifications);
@@ -181,6 +180,51 @@ function feedFields(mode: 'diff' | 'full') {
         'longitude', ${timerEvents.longitude},
         'accuracy', ${timerEvents.accuracy}))
     end)::text`;
+  // Visits (a quarter of a scope's rows) too, but for their two sealed columns: the database
+  // writes each change without them and the sealed values beside it, and the feed opens those
+  // and closes the text (`visitChanges`). A line: `<version> D <change>` for a delete, or
+  // `<version> U <address_enc|-> <notes_enc|-> <id> <change without its last "}}">`. The row's
+  // fields are `visitFieldsOf`'s (test/server/sync/feed-visit-rows.property.test.ts).
+  const iso = (c: AnyPgColumn) => sql`to_char(${c} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+  const place = (lat: AnyPgColumn, lng: AnyPgColumn, accuracy: AnyPgColumn) =>
+    sql`case when ${lat} is null or ${lng} is null then null else json_build_object('latitude', ${lat}, 'longitude', ${lng}, 'accuracy', ${accuracy}) end`;
+  // REST's minutesOf, operation for operation in IEEE doubles (float8 is one): round((s / 60 +
+  // EPSILON) * 10) / 10, with Math.round's ties towards +∞ (PostgreSQL's round(float8) ties to even).
+  const minutes = (c: AnyPgColumn) => {
+    const x = sql`((${c}::float8 / 60 + 2.220446049250313e-16) * 10)`;
+    return sql`(case when ${x} - floor(${x}) >= 0.5 then floor(${x}) + 1 else floor(${x}) end) / 10`;
+  };
+  const visitLine = sql<string>`${visits.rowVersion} || (case when ${visits.deletedAt} is not null or not (${inWindow})
+      then ' D ' || json_build_object('table', 'visits', 'op', 'delete', 'id', ${visits.id}, 'version', ${visits.rowVersion})::text
+      else ' U ' || coalesce(${visits.addressEnc}, '-') || ' ' || coalesce(${visits.notesEnc}, '-') || ' ' || ${visits.id} || ' ' || json_build_object(
+        'table', 'visits', 'op', 'upsert', 'id', ${visits.id}, 'version', ${visits.rowVersion}, 'row', json_build_object(
+          'uuid', ${visits.id},
+          'patient_uuid', ${visits.patientId},
+          'referral_uuid', ${visits.referralId},
+          'visit_date', ${visits.visitDate},
+          'start_time', ${visits.startTime},
+          'duration_minutes', ${visits.durationMinutes},
+          'status', ${visits.status},
+          'visit_type', ${visits.visitType},
+          'ai_assisted', ${visits.aiAssisted},
+          'completed_at', ${iso(visits.completedAt)},
+          'evv', json_build_object(
+            'travel_started_at', ${iso(visits.travelStartedAt)},
+            'arrived_at', ${iso(visits.arrivedAt)},
+            'arrival_location', ${place(visits.arrivalLat, visits.arrivalLng, visits.arrivalAccuracy)},
+            'documentation_started_at', ${iso(visits.documentationStartedAt)},
+            'departed_at', ${iso(visits.departedAt)},
+            'departure_location', ${place(visits.departureLat, visits.departureLng, visits.departureAccuracy)},
+            'drive_minutes', ${minutes(visits.driveSeconds)},
+            'onsite_minutes', ${minutes(visits.onsiteSeconds)},
+            'documentation_minutes', ${minutes(visits.documentationSeconds)}),
+          'created_at', ${iso(visits.createdAt)},
+          'updated_at', ${iso(visits.updatedAt)}))::text
+    end)`;
+  const visitRows = qb
+    .select({ line: visitLine.as('line') })
+    .from(visits)
+    .where(and(eq(visits.ownerId, user), diff ? or(changed(visits), entered) : and(inWindow, isNull(visits.deletedAt))));
   const events = qb
     .select({ line: sql<string>`${timerEvents.rowVersion} || ' ' || ${eventChange}`.as('line') })
     .from(timerEvents)
@@ -221,7 +265,7 @@ function feedFields(mode: 'diff' | 'full') {
     patients: sql<string>`${agg(qb.select().from(patients).where(and(eq(patients.ownerId, user), changed(patients), live(patients))))}::text`,
     referrals: sql<string>`${agg(qb.select().from(patientReferrals).where(and(eq(patientReferrals.ownerId, user), changed(patientReferrals), live(patientReferrals))))}::text`,
     // Visits in the window and new to the device; a changed visit now outside it left the scope.
-    visits: sql<string>`${agg(qb.select().from(visits).where(and(eq(visits.ownerId, user), diff ? or(changed(visits), entered) : and(inWindow, isNull(visits.deletedAt)))))}::text`,
+    visits: sql<string | null>`(select string_agg(t.line, E'\n') from (${visitRows}) t)`,
     events: sql<string | null>`(select string_agg(t.line, E'\n') from (${events}) t)`,
     notes: sql<string>`${agg(notes)}::text`,
     mileage: sql<string>`${agg(mileage)}::text`,
@@ -338,10 +382,6 @@ export function createFeed(deps: FeedDeps) {
           created_at: r.createdAt.toISOString(),
         }));
       }
-      for (const v of asVisits(row.visits)) {
-        const inScope = v.visitDate >= window.from && v.visitDate <= window.to;
-        push('visits', v.id, v, () => visitFieldsOf(phi, v), inScope);
-      }
       for (const n of asNotes(row.notes)) {
         push('soap_notes', n.id, n, () => {
           const { signature: _image, ...note } = soapRecordOf(phi, n);
@@ -369,6 +409,7 @@ export function createFeed(deps: FeedDeps) {
         const space = line.indexOf(' ');
         ordered.push({ version: Number(line.slice(0, space)), json: line.slice(space + 1) });
       }
+      if (row.visits) visitChanges(phi, row.visits, ordered);
       ordered.sort((a, b) => a.version - b.version);
       const serialized = ordered.map((c) => c.json);
       const cursor = encodeCursor({ snapshot: row.snapshot, windowFrom: window.from, windowTo: window.to, scope: scopeHash, config: configHash });
@@ -384,6 +425,26 @@ export function createFeed(deps: FeedDeps) {
       };
     },
   };
+}
+
+/** The visit lines of the statement (see `visitLine`) as changes: the sealed columns opened into each upsert. */
+function visitChanges(phi: PhiCrypto, lines: string, out: Array<{ readonly version: number; readonly json: string }>): void {
+  for (const line of lines.split('\n')) {
+    const space = line.indexOf(' ');
+    const version = Number(line.slice(0, space));
+    if (line[space + 1] === 'D') {
+      out.push({ version, json: line.slice(space + 3) });
+      continue;
+    }
+    const a = line.indexOf(' ', space + 3);
+    const b = line.indexOf(' ', a + 1);
+    const c = line.indexOf(' ', b + 1);
+    const id = line.slice(b + 1, c);
+    const open = (sealed: string, column: string) => JSON.stringify(sealed === '-' ? null : phi.open(sealed, 'visits', column, id));
+    const address = open(line.slice(space + 3, a), 'address_enc');
+    const notes = open(line.slice(a + 1, b), 'notes_enc');
+    out.push({ version, json: `${line.slice(c + 1, -2)}, "address" : ${address}, "notes" : ${notes}}}` });
+  }
 }
 
 /**
