@@ -9,7 +9,8 @@
  * Each table's rows come back as one JSON array (`json_agg`), mapped to the table's row type
  * by the table's own column mappers (`rowsFromJson`), so the records are built by the same
  * functions as REST's — except timer events (no sealed PHI, most of a scope's rows), whose
- * change messages PostgreSQL writes itself.
+ * change messages PostgreSQL writes itself, and visits (the next most), whose messages it
+ * writes but for the two sealed columns the feed opens (held to REST's fields by a property).
  */
 import { and, eq, getTableColumns, gte, isNull, lte, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import { QueryBuilder, type AnyPgColumn, type PgTable } from 'drizzle-orm/pg-core';
