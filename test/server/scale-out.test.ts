@@ -15,11 +15,13 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { exportJWK, generateKeyPair } from 'jose';
 import type { FieldchartClient } from '../../client-lib/src/index.ts';
+import pg from 'pg';
+import { startWorkerLiveness } from '../../server/src/jobs/worker-liveness.ts';
 import { generateKeyFile } from '../../server/src/security/phi-keyring.ts';
 import { openClient } from '../client-lib/support.ts';
 import { backends, type TestDatabase } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { apiRequest, killAllServers, spawnServer, type ServerProcess } from '../helpers/processes.ts';
+import { apiRequest, freePort, killAllServers, spawnServer, type ServerProcess } from '../helpers/processes.ts';
 import { startRoundRobinProxy, type RoundRobinProxy } from '../helpers/round-robin-proxy.ts';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.ts';
 import { API, newAccount } from '../helpers/test-server.ts';
@@ -72,6 +74,12 @@ describe('scale-out: two API nodes and two workers behind a round-robin proxy', 
   let nodeOfA: Node & { url: string };
   let nodeOfB: Node & { url: string };
   let transcription: string;
+  let booted = '';
+  let devicesOpen = '';
+
+  /** Seconds since the suite started, for the phase figures it prints. */
+  const started = Date.now();
+  const at = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
 
   before(async () => {
     db = await postgres!.open();
@@ -96,16 +104,24 @@ describe('scale-out: two API nodes and two workers behind a round-robin proxy', 
       LOG_LEVEL: 'info',
       SHUTDOWN_GRACE_MS: '3000',
     };
-    const api = (name: string) => ({
+    // Ports chosen first, so the proxy (and the devices' databases) can be ready while the nodes boot.
+    const ports = [await freePort(), await freePort()];
+    const api = (name: string, port: number) => ({
       name,
-      process: spawnServer({ ...shared, WORKER_ENABLED: 'false', METRICS_TOKEN, STT_URL: `${stt.url}/${name}` }),
+      process: spawnServer({ ...shared, PORT: String(port), WORKER_ENABLED: 'false', METRICS_TOKEN, STT_URL: `${stt.url}/${name}` }),
     });
     const worker = (name: string): Node => ({
       name,
       process: spawnServer({ ...shared, STT_URL: `${stt.url}/${name}`, WORKER_CONCURRENCY: '2', WORKER_SWEEP_INTERVAL_MS: '1000' }, { via: 'worker' }),
     });
-    const starting = [api('api-1'), api('api-2')];
+    const starting = [api('api-1', ports[0]!), api('api-2', ports[1]!)];
     workers = [worker('worker-1'), worker('worker-2')];
+    proxy = await startRoundRobinProxy(ports.map((port) => `http://127.0.0.1:${port}`));
+    // Two devices (each its own PGlite, created in this process): opened during the boot, signed in later.
+    const opening = Promise.all([openClient(proxy.url), openClient(proxy.url)]).then((opened) => {
+      devices.push(...opened);
+      devicesOpen = at();
+    });
     apiNodes = await Promise.all(starting.map(async (n) => ({ ...n, url: await n.process.url(90_000) })));
     await Promise.all(
       workers.map((w) =>
@@ -118,7 +134,9 @@ describe('scale-out: two API nodes and two workers behind a round-robin proxy', 
         ),
       ),
     );
-    proxy = await startRoundRobinProxy(apiNodes.map((n) => n.url));
+    assert.deepEqual(apiNodes.map((n) => new URL(n.url).port), ports.map(String));
+    booted = at();
+    await opening;
   });
 
   after(async () => {
@@ -151,8 +169,7 @@ describe('scale-out: two API nodes and two workers behind a round-robin proxy', 
 
     const counts = () => Promise.all(apiNodes.map((n) => syncSockets(n.url)));
     // Device A first, alone: the node whose socket count rises is A's.
-    const a = await openClient(proxy.url);
-    devices.push(a);
+    const [a, b] = devices as [FieldchartClient, FieldchartClient];
     await a.signIn({ email: clinician.email, password: clinician.password });
     await a.sync.whenSynced({ timeoutMs: 30_000 });
     const afterA = await eventually(async () => {
@@ -163,8 +180,6 @@ describe('scale-out: two API nodes and two workers behind a round-robin proxy', 
     nodeOfA = apiNodes[afterA.indexOf(1)]!;
     nodeOfB = apiNodes[afterA.indexOf(0)]!;
 
-    const b = await openClient(proxy.url);
-    devices.push(b);
     await b.signIn({ email: clinician.email, password: clinician.password });
     await b.sync.whenSynced({ timeoutMs: 30_000 });
     // The proxy alternates connections, REST keep-alive ones included, so B's socket may have
@@ -179,6 +194,7 @@ describe('scale-out: two API nodes and two workers behind a round-robin proxy', 
         b.sync.reconnect();
       }
     }
+    t.diagnostic(`4 processes up at ${booted}; device databases open at ${devicesOpen}; both devices synced at ${at()}`);
     t.diagnostic(`device A on ${nodeOfA.name}, device B on ${nodeOfB.name} (${reconnects} reconnect(s) of B); proxy connections per node: ${proxy.accepted.join(', ')}`);
 
     // A write through A's node (a sync mutation) reaches B through the other node's feed.
@@ -239,6 +255,20 @@ describe('scale-out: two API nodes and two workers behind a round-robin proxy', 
       assert.deepEqual([...rows], [{ task: 'ai_process_audio', locked: true }]);
     }, { timeoutMs: 20_000, intervalMs: 100 });
 
+    // A sweep while the holder lives releases nothing (its liveness key is held): the job is not run twice.
+    const sweepPool = new pg.Pool({ connectionString: db.url as string, max: 2 });
+    try {
+      const other = await startWorkerLiveness({ connectionString: db.url as string, pool: sweepPool });
+      try {
+        assert.equal(await other.sweep(), 0, 'a live worker keeps its job');
+      } finally {
+        await other.close();
+      }
+    } finally {
+      await sweepPool.end();
+    }
+    assert.equal(stt.requests.length, 1, 'no second run while the first worker lives');
+
     process.kill(holder.process.pid, 'SIGKILL');
     assert.equal((await holder.process.exited).signal, 'SIGKILL');
 
@@ -277,6 +307,8 @@ describe('scale-out: two API nodes and two workers behind a round-robin proxy', 
     assert.deepEqual([...perJob.entries()].filter(([, n]) => n !== 1), [], 'no job completed twice');
     const mails = completions.filter((c) => c.task === 'send_mail');
     assert.equal(mails.length, smtp.messages.length, 'one send_mail job per message received');
+    const outbox = await sql<Array<{ status: string; n: number }>>`select status, count(*)::int as n from mail_outbox group by status`;
+    assert.deepEqual([...outbox], [{ status: 'sent', n: smtp.messages.length }], 'every mail sent once, none pending');
     const ai = completions.filter((c) => c.task === 'ai_process_audio');
     assert.deepEqual(ai.map((c) => c.worker), [survivor.name], 'the AI job completed once, by the survivor');
     const spread = workers.map((w) => `${w.name}: ${completions.filter((c) => c.worker === w.name).map((c) => c.task).join(',') || 'none'}`);
