@@ -76,6 +76,7 @@ describe('scale-out: two API nodes and two workers behind a round-robin proxy', 
   let transcription: string;
   let booted = '';
   let devicesOpen = '';
+  let opening: Promise<void> | null = null;
 
   /** Seconds since the suite started, for the phase figures it prints. */
   const started = Date.now();
@@ -118,21 +119,24 @@ describe('scale-out: two API nodes and two workers behind a round-robin proxy', 
     workers = [worker('worker-1'), worker('worker-2')];
     proxy = await startRoundRobinProxy(ports.map((port) => `http://127.0.0.1:${port}`));
     // Two devices (each its own PGlite, created in this process): opened during the boot, signed in later.
-    const opening = Promise.all([openClient(proxy.url), openClient(proxy.url)]).then((opened) => {
+    opening = Promise.all([openClient(proxy.url), openClient(proxy.url)]).then((opened) => {
       devices.push(...opened);
       devicesOpen = at();
     });
     apiNodes = await Promise.all(starting.map(async (n) => ({ ...n, url: await n.process.url(90_000) })));
     await Promise.all(
-      workers.map((w) =>
-        eventually(
+      workers.map(async (w) => {
+        const state = await eventually(
           () => {
-            if (w.process.logs().some((l) => l.msg === 'Fieldchart worker running')) return;
+            if (w.process.logs().some((l) => l.msg === 'Fieldchart worker running')) return 'running';
+            // A worker that dies while booting fails the suite at once, with its output.
+            if (w.process.child.exitCode !== null || w.process.child.signalCode !== null) return 'exited';
             throw new Error(`${w.name} not running yet:\n${w.process.stderr()}`);
           },
           { timeoutMs: 90_000, intervalMs: 50 },
-        ),
-      ),
+        );
+        if (state === 'exited') throw new Error(`${w.name} exited while booting:\n${w.process.stderr()}\n${w.process.stdout()}`);
+      }),
     );
     assert.deepEqual(apiNodes.map((n) => new URL(n.url).port), ports.map(String));
     booted = at();
@@ -140,6 +144,7 @@ describe('scale-out: two API nodes and two workers behind a round-robin proxy', 
   });
 
   after(async () => {
+    await opening?.catch(() => {});
     for (const d of devices) await d.close().catch(() => {});
     (releaseHeldStt as (() => void) | null)?.();
     await proxy?.close();
