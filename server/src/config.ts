@@ -72,6 +72,7 @@ const envSchema = z.object({
   IDEMPOTENCY_TTL_SECONDS: int(24 * 3600, 60),
   WORKER_ENABLED: bool(true),
   WORKER_CONCURRENCY: int(4, 1),
+  WORKER_SWEEP_INTERVAL_MS: int(60_000, 100),
   BODY_LIMIT_BYTES: int(1024 * 1024, 1024),
   REQUEST_TIMEOUT_MS: int(30_000, 100),
   HEADERS_TIMEOUT_MS: int(15_000, 100),
@@ -234,7 +235,11 @@ export interface Config {
    * headers within `headersMs`; a socket with no traffic for `connectionIdleMs` is closed (0: never).
    */
   readonly timeouts: { readonly requestMs: number; readonly headersMs: number; readonly connectionIdleMs: number };
-  readonly worker: { readonly enabled: boolean; readonly concurrency: number };
+  /**
+   * `sweepIntervalMs` (PostgreSQL): how often a node looks for dead nodes' workers and releases
+   * their locked jobs (jobs/worker-liveness.ts) — the longest a killed node's job waits.
+   */
+  readonly worker: { readonly enabled: boolean; readonly concurrency: number; readonly sweepIntervalMs: number };
   readonly shutdownGraceMs: number;
   /** Route optimisation: travel times and geocoding (docs/routing.md). */
   readonly routing: {
@@ -468,7 +473,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       bodyLimitBytes: e.BODY_LIMIT_BYTES,
     },
     timeouts: { requestMs: e.REQUEST_TIMEOUT_MS, headersMs: e.HEADERS_TIMEOUT_MS, connectionIdleMs: e.CONNECTION_TIMEOUT_MS },
-    worker: { enabled: e.WORKER_ENABLED, concurrency: e.WORKER_CONCURRENCY },
+    worker: { enabled: e.WORKER_ENABLED, concurrency: e.WORKER_CONCURRENCY, sweepIntervalMs: e.WORKER_SWEEP_INTERVAL_MS },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     routing: {
       osrmUrl: e.ROUTING_OSRM_URL ? e.ROUTING_OSRM_URL.replace(/\/+$/, '') : null,

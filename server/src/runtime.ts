@@ -110,7 +110,9 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
           ? await startWorkerLiveness({
               connectionString: config.database.url,
               pool,
+              sweepIntervalMs: config.worker.sweepIntervalMs,
               onError: (err) => app.log.warn({ err: safeError(err) }, 'worker liveness'),
+              onReleased: (workers) => app.log.warn({ workers }, 'released the jobs of dead workers'),
             })
           : null;
       if (liveness) {

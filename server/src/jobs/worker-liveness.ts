@@ -38,6 +38,8 @@ export async function startWorkerLiveness(opts: {
   pool: pg.Pool;
   sweepIntervalMs?: number;
   onError?: (err: unknown) => void;
+  /** A periodic sweep released this many dead workers' ids (not called when it found none). */
+  onReleased?: (workers: number) => void;
 }): Promise<WorkerLiveness> {
   const onError = opts.onError ?? (() => {});
   // The session whose life is the node's: keep-alive so a vanished host's session ends too.
@@ -97,7 +99,13 @@ export async function startWorkerLiveness(opts: {
     }
   }
 
-  const timer = setInterval(() => void sweep().catch(onError), opts.sweepIntervalMs ?? 60_000);
+  const timer = setInterval(
+    () =>
+      void sweep().then((n) => {
+        if (n > 0) opts.onReleased?.(n);
+      }, onError),
+    opts.sweepIntervalMs ?? 60_000,
+  );
   timer.unref();
 
   return {

@@ -56,7 +56,13 @@ export async function startWorkerNode(config: Config): Promise<WorkerNode> {
 
     const liveness =
       config.database.kind === 'postgres'
-        ? await startWorkerLiveness({ connectionString: config.database.url, pool, onError: (err) => log.warn({ err: safeError(err) }, 'worker liveness') })
+        ? await startWorkerLiveness({
+            connectionString: config.database.url,
+            pool,
+            sweepIntervalMs: config.worker.sweepIntervalMs,
+            onError: (err) => log.warn({ err: safeError(err) }, 'worker liveness'),
+            onReleased: (workers) => log.warn({ workers }, 'released the jobs of dead workers'),
+          })
         : null;
     if (liveness) {
       cleanups.push(() => liveness.close());
