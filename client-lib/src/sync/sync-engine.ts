@@ -24,6 +24,7 @@ import type { SyncEvents } from './events.ts';
 import { FeedReceiver } from './feed.ts';
 import { Session, claimDevice, clearUserData } from './session.ts';
 import { StatusStore, type SyncStatus } from './status.ts';
+import { FORWARDED_EVENTS, type TabLink, type TabMessage } from './tab-link.ts';
 import { Uploader, type Carrier } from './uploader.ts';
 
 export type { SyncEvents } from './events.ts';
@@ -36,6 +37,9 @@ export const HTTP_FALLBACK_AFTER = 2;
 
 /** The least pause before a socket taken over by another install (4409) comes back. */
 export const SUPERSEDED_PAUSE_MS = 1_000;
+
+/** A tab that began to lead and could not read the shared database yet tries again after this. */
+const LEAD_RETRY_MS = 100;
 
 /** The close reason of a socket this side dropped because the platform said the network went. */
 const WENT_OFFLINE = 'offline';
@@ -52,6 +56,11 @@ export interface SyncEngineOptions {
   readonly openTimeoutMs?: number;
   /** The platform's network; default: the browser's (`online`/`offline` events), none in Node. Null: none. */
   readonly network?: NetworkStatus | null;
+  /**
+   * Browsers, several tabs on one device database: only the tab holding the lock syncs; the
+   * others follow through this link (tab-link.ts). Without it this engine is the only one.
+   */
+  readonly tabs?: TabLink;
 }
 
 export class SyncEngine {
@@ -83,6 +92,10 @@ export class SyncEngine {
   private waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
   private readonly network: NetworkStatus | null;
   private readonly unwatchNetwork: () => void;
+  /** This engine opens the socket: always without tabs, with them once this tab holds the lock. */
+  private leading: boolean;
+  /** A follower's `whenSynced` calls, answered by the leader, by id. */
+  private readonly tabWaiters = new Map<string, { resolve: () => void; reject: (e: unknown) => void }>();
 
   constructor(private readonly opts: SyncEngineOptions) {
     const db = opts.db;
@@ -118,6 +131,8 @@ export class SyncEngine {
     this.feed = new FeedReceiver({ db, status: this.state, events: this.events });
     this.network = opts.network === undefined ? platformNetwork() : opts.network;
     this.unwatchNetwork = this.network?.watch({ offline: () => this.wentOffline(), online: () => this.cameOnline() }) ?? (() => {});
+    this.leading = !opts.tabs;
+    if (opts.tabs) this.linkTabs(opts.tabs);
   }
 
   get rest(): RestClient {
@@ -140,6 +155,12 @@ export class SyncEngine {
       lastSyncedAt: await getMeta(db, 'last_synced_at'),
       halted: session ? null : 'signed_out',
     });
+    const tabs = this.opts.tabs;
+    if (tabs) {
+      this.leading = await tabs.lead(() => this.enqueue(() => this.becomeLeader()));
+      tabs.post(this.leading ? { type: 'leader' } : { type: 'hello' });
+      if (!this.leading) return;
+    }
     if (session) this.run();
   }
 
@@ -149,6 +170,7 @@ export class SyncEngine {
     this.state.patch({ signedIn: true, halted: null, lastError: null });
     this.disconnect();
     this.run();
+    if (!this.leading) this.opts.tabs?.post({ type: 'session' });
   }
 
   /** Stops syncing and forgets the session (the caller clears data as it decides). */
@@ -156,6 +178,7 @@ export class SyncEngine {
     this.halt(halted);
     await this.session.forget();
     this.state.patch({ signedIn: false });
+    if (!this.leading) this.opts.tabs?.post({ type: 'session' });
   }
 
   /** A local write was made: show it and upload it. */
@@ -169,7 +192,9 @@ export class SyncEngine {
       this.state.patch({ pending: this.state.value.pending + 1 });
     }
     this.events.emit('change', { reason: 'write' });
-    void this.uploader.pump();
+    // The write is in the shared outbox: the leading tab uploads it.
+    if (!this.leading) this.opts.tabs?.post({ type: 'written' });
+    else void this.uploader.pump();
   }
 
   /**
@@ -177,6 +202,13 @@ export class SyncEngine {
    * acknowledged write's own copy has given way to the server's rows (SyncClient.whenSynced).
    */
   whenSynced(): Promise<void> {
+    const tabs = this.opts.tabs;
+    if (tabs && !this.leading) {
+      const id = globalThis.crypto.randomUUID();
+      const wait = new Promise<void>((resolve, reject) => this.tabWaiters.set(id, { resolve, reject }));
+      tabs.post({ type: 'when_synced', id });
+      return wait;
+    }
     const wait = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
     void this.resolveWaiters();
     return wait;
@@ -186,6 +218,9 @@ export class SyncEngine {
     this.closed = true;
     this.unwatchNetwork();
     this.halt('closed', new Error('the client was closed'));
+    this.rejectTabWaiters(new Error('the client was closed'));
+    // Another tab leads from here.
+    this.opts.tabs?.close();
     await this.queue.catch(() => {});
     await this.drafts.flush();
     this.drafts.destroy();
@@ -194,6 +229,7 @@ export class SyncEngine {
 
   /** Drops the socket now (tests, or an app going to the background); reconnects with backoff. */
   dropConnection(): void {
+    if (!this.leading) return this.opts.tabs?.post({ type: 'reconnect' });
     this.conn?.close(CLOSE_CODES.client_reconnect, 'client reconnect');
   }
 
@@ -229,7 +265,7 @@ export class SyncEngine {
   }
 
   private async connect(): Promise<void> {
-    if (!this.running || this.conn || this.closed || this.connecting) return;
+    if (!this.leading || !this.running || this.conn || this.closed || this.connecting) return;
     this.connecting = true;
     try {
       await this.openSocket();
@@ -387,6 +423,132 @@ export class SyncEngine {
     } catch (err) {
       this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
     }
+  }
+
+  // ——— tabs ———
+
+  private linkTabs(tabs: TabLink): void {
+    tabs.onMessage((m) => this.enqueueTab(m));
+    this.events.on('status', (status) => {
+      if (this.leading) tabs.post({ type: 'status', status });
+    });
+    for (const event of FORWARDED_EVENTS) {
+      this.events.on(event, (payload) => {
+        if (this.leading) tabs.post({ type: 'event', event, payload } as TabMessage);
+      });
+    }
+  }
+
+  /** Tab messages go through the engine's queue: a leader taking over handles them after it has. */
+  private enqueueTab(m: TabMessage): void {
+    if (this.closed) return;
+    // A follower's copy of the leader's status is a plain replacement: no queue needed.
+    if (m.type === 'status') {
+      if (!this.leading) this.state.patch(m.status);
+      return;
+    }
+    this.queue = this.queue.then(() => this.fromTab(m)).catch((err: unknown) => {
+      this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
+    });
+  }
+
+  private async fromTab(m: TabMessage): Promise<void> {
+    const tabs = this.opts.tabs;
+    if (!tabs || this.closed) return;
+    if (this.leading) {
+      switch (m.type) {
+        case 'hello':
+          return tabs.post({ type: 'status', status: this.state.value });
+        case 'written':
+          return this.written();
+        case 'session':
+          return this.reloadSession();
+        case 'reconnect':
+          return this.dropConnection();
+        case 'when_synced':
+          this.whenSynced().then(
+            () => tabs.post({ type: 'synced', id: m.id, error: null }),
+            (err: unknown) => tabs.post({ type: 'synced', id: m.id, error: err instanceof Error ? err.message : String(err) }),
+          );
+          return;
+        default:
+          return;
+      }
+    }
+    switch (m.type) {
+      case 'event':
+        return this.events.emit(m.event, m.payload as never);
+      case 'synced': {
+        const w = this.tabWaiters.get(m.id);
+        this.tabWaiters.delete(m.id);
+        if (m.error === null) w?.resolve();
+        else w?.reject(new Error(m.error));
+        return;
+      }
+      case 'leader':
+        // The new leader knows nothing of what the last one was asked.
+        for (const id of this.tabWaiters.keys()) tabs.post({ type: 'when_synced', id });
+        return tabs.post({ type: 'hello' });
+      default:
+        return;
+    }
+  }
+
+  /**
+   * This tab now holds the lock (the app's first tab, or the leader closed): everything is in
+   * the shared database — the session another tab may have stored, the outbox with writes any
+   * tab queued — so syncing starts from there, and what this tab waited for is now its own.
+   */
+  private async becomeLeader(): Promise<void> {
+    if (this.closed) return;
+    this.leading = true;
+    for (const w of this.tabWaiters.values()) this.waiters.push(w);
+    this.tabWaiters.clear();
+    const db = this.opts.db;
+    let session: StoredSession | null;
+    try {
+      session = await this.session.load();
+      this.state.patch({
+        signedIn: session !== null,
+        connected: false,
+        uploading: false,
+        downloading: false,
+        current: false,
+        pending: await pendingCount(db),
+        failed: await failureCount(db),
+        lastSyncedAt: await getMeta(db, 'last_synced_at'),
+        halted: session ? null : 'signed_out',
+      });
+    } catch (err) {
+      // The leading tab's worker held the database too: a query sent as it closed fails while
+      // this tab's worker opens it. Queries after that wait for it: try again shortly.
+      this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
+      setTimeout(() => this.enqueue(() => this.becomeLeader()), LEAD_RETRY_MS);
+      return;
+    }
+    this.opts.tabs?.post({ type: 'leader' });
+    this.opts.tabs?.post({ type: 'status', status: this.state.value });
+    if (session) this.run();
+  }
+
+  /** A follower signed in or out: the stored session is the truth. */
+  private async reloadSession(): Promise<void> {
+    const session = await this.session.load();
+    if (!session) {
+      this.halt('signed_out');
+      this.drafts.clear();
+      this.state.patch({ signedIn: false, pending: await pendingCount(this.opts.db), failed: await failureCount(this.opts.db) });
+      return;
+    }
+    this.state.patch({ signedIn: true, halted: null, lastError: null });
+    this.disconnect();
+    this.run();
+  }
+
+  private rejectTabWaiters(err: Error): void {
+    const ws = [...this.tabWaiters.values()];
+    this.tabWaiters.clear();
+    for (const w of ws) w.reject(err);
   }
 
   // ——— messages ———
