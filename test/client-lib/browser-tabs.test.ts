@@ -95,6 +95,17 @@ forEachBackend('two tabs of the client library in Chromium', (backend) => {
       assert.ok((await call(a, 'changes')).write! >= 1, 'the leader tab heard of the follower’s write');
       assert.equal((await call(a, 'receipt', visitId)).state, 'acknowledged');
 
+      // A draft typed in both tabs: one document, stored once, sent by the leader.
+      await call(b, 'type', visitId, 'subjective', 'Knee pain 3/10.');
+      await call(a, 'type', visitId, 'plan', 'Ice after exercise.');
+      await eventually(async () => {
+        const [sa, sb] = [await call(a, 'soap', visitId), await call(b, 'soap', visitId)];
+        assert.deepEqual(sa, sb);
+        assert.equal(sa.subjective, 'Knee pain 3/10.');
+        assert.equal(sa.plan, 'Ice after exercise.');
+      }, SOON);
+      await eventually(async () => assert.equal((await call(b, 'receipt', visitId)).draftOnDeviceOnly, false, 'the server confirmed both tabs’ edits'), SOON);
+
       // Offline, the follower queues; the leader tab closes; the follower leads and uploads.
       await context.setOffline(true);
       await eventually(async () => assert.equal((await call(b, 'status')).connected, false), SOON);
@@ -109,6 +120,14 @@ forEachBackend('two tabs of the client library in Chromium', (backend) => {
       const handedOver = await details(user, visitId);
       assert.deepEqual(handedOver.timer_events.map((e: { event_type: string }) => e.event_type), ['start_travel', 'arrive', 'start_documentation'], 'each event once');
       assert.equal(handedOver.mileage.total_miles, 12.5);
+      // The server's copy of the draft has both tabs' text, once: the note takes it.
+      await call(b, 'type', visitId, 'objective', 'ROM 0-115 degrees.');
+      await call(b, 'type', visitId, 'assessment', 'Progressing.');
+      await call(b, 'submit', visitId);
+      await call(b, 'whenSynced', 60_000);
+      const done = await details(user, visitId);
+      assert.equal(done.soap_note.subjective, 'Knee pain 3/10.');
+      assert.equal(done.soap_note.plan, 'Ice after exercise.');
       assert.equal(socketsA.open(), 0);
       assert.equal(socketsB.open(), 1, 'the new leader holds the one socket');
       assert.deepEqual(await call(b, 'rejections'), []);

@@ -4,13 +4,14 @@
  * (IndexedDB, browsers), or a directory path (Node).
  */
 import { PGlite, type PGliteInterface, type PGliteOptions } from '@electric-sql/pglite';
+import { PGliteWorker } from '@electric-sql/pglite/worker';
 import { deviceKeyStoreFor } from '#device-key';
 import type { DeviceKeyStore } from './device-key.ts';
 import { MIGRATIONS, type MigrationTx } from './local-schema.ts';
 import { metaAd } from './seal-ad.ts';
 import { ad, aesGcmCipher, SealBrokenError, type RowCipher } from './row-cipher.ts';
 import { StorageError, storageErrorOf } from './storage-errors.ts';
-import { openSharedPglite, tabNames, withTabLock, type DatabaseWorkerFactory } from './shared-db.ts';
+import { tabNames, withTabLock, type DatabaseWorkerFactory } from './shared-db.ts';
 
 /**
  * A PGlite file system (an instance of one of PGlite's `Filesystem` classes), handed to PGlite
@@ -169,7 +170,8 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
 
 async function openPglite(dataDir: string, options: OpenLocalDbOptions): Promise<PGliteInterface> {
   const opening: Promise<PGliteInterface> = options.worker
-    ? openSharedPglite(options.worker, dataDir)
+    ? // This tab's handle: queries go to whichever tab's worker leads (shared-db.ts).
+      PGliteWorker.create(options.worker(), { dataDir, id: tabNames(dataDir).database })
     : // PgliteAssets is PGlite's options by shape (see PgliteFilesystem).
       PGlite.create(dataDir, { ...options.pglite } as PGliteOptions);
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -7,8 +7,10 @@
  * other tabs' queries and transactions travel over BroadcastChannel, and when the leading tab
  * closes the next worker in line opens the database from IndexedDB.
  */
-import { PGlite, type PGliteInterface, type PGliteOptions } from '@electric-sql/pglite';
-import { PGliteWorker, worker } from '@electric-sql/pglite/worker';
+// No PGlite type in a signature here: PGlite's declarations need Node's and Emscripten's types
+// (local-db.ts PgliteFilesystem), and these are the package's public declarations.
+import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
+import { worker } from '@electric-sql/pglite/worker';
 import type { PgliteAssets } from './local-db.ts';
 
 /** Creates the app's database worker: `() => new Worker(new URL('./db-worker.js', import.meta.url), { type: 'module' })`. */
@@ -40,11 +42,6 @@ export function runDatabaseWorker(assets: PgliteAssets = {}): void {
     // PgliteAssets is PGlite's options by shape (local-db.ts PgliteFilesystem).
     init: (options) => PGlite.create(options.dataDir ?? 'memory://', { ...assets } as PGliteOptions),
   });
-}
-
-/** This tab's handle on the shared database: queries go to whichever tab's worker leads. */
-export function openSharedPglite(makeWorker: DatabaseWorkerFactory, dataDir: string): Promise<PGliteInterface> {
-  return PGliteWorker.create(makeWorker(), { dataDir, id: tabNames(dataDir).database });
 }
 
 /** Runs `fn` holding a lock every tab of the app asks for (the first open's key check and migrations). */

@@ -113,6 +113,7 @@ export class SyncEngine {
       onConfirmed: () => void this.uploader.pump(),
       onError: (code, message) => this.state.fail(code, message),
       submitWaitMs: opts.submitWaitMs ?? 15_000,
+      ...(opts.tabs ? { relay: (doc: string, update: Uint8Array) => opts.tabs?.post({ type: 'draft', doc, update }) } : {}),
     });
     this.uploader = new Uploader({
       db,
@@ -455,6 +456,7 @@ export class SyncEngine {
   private async fromTab(m: TabMessage): Promise<void> {
     const tabs = this.opts.tabs;
     if (!tabs || this.closed) return;
+    if (m.type === 'draft') return this.drafts.fromTab(m.doc, m.update);
     if (this.leading) {
       switch (m.type) {
         case 'hello':

@@ -3,8 +3,8 @@
  * app's `navigator.locks` lock leads (it opens the socket, uploads, applies the feed), the
  * others follow over a BroadcastChannel. The lock is held for the tab's life; the browser
  * frees it when the tab closes or reloads, and the next tab waiting for it leads.
- * Every message here is a notice about the shared database, never data: writes are already in
- * the shared outbox (shared-db.ts) when a follower says `written`.
+ * Writes are already in the shared outbox (shared-db.ts) when a follower says `written`; a
+ * draft update is stored before it is relayed, so a tab that misses one reads it from the database.
  */
 import type { SyncEvents } from './events.ts';
 import type { SyncStatus } from './status.ts';
@@ -25,6 +25,8 @@ export type TabMessage =
   /** A follower signed in or out (the stored session changed): the leader reloads it. */
   | { readonly type: 'session' }
   | { readonly type: 'reconnect' }
+  /** A tab stored an update of a draft (leader: also what the server sent): open copies take it. */
+  | { readonly type: 'draft'; readonly doc: string; readonly update: Uint8Array }
   | { readonly type: 'when_synced'; readonly id: string }
   | { readonly type: 'synced'; readonly id: string; readonly error: string | null };
 
