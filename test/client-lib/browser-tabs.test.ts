@@ -128,6 +128,26 @@ forEachBackend('two tabs of the client library in Chromium', (backend) => {
       const done = await details(user, visitId);
       assert.equal(done.soap_note.subjective, 'Knee pain 3/10.');
       assert.equal(done.soap_note.plan, 'Ice after exercise.');
+
+      // A sign-out in the leader wipes the shared database and replaces the key; a follower
+      // takes the new key, signs in again through the leader's socket, and its write arrives.
+      const c = await context.newPage();
+      const socketsC = watchSockets(c);
+      await openShell(c, pages.origin);
+      await call(c, 'openShared', server.url, dataDir);
+      await call(b, 'signOut');
+      await eventually(async () => assert.equal((await call(c, 'status')).signedIn, false), SOON);
+      await eventually(async () => assert.ok((await call(c, 'changes')).reset! >= 1, 'the follower heard of the wipe'), SOON);
+      assert.deepEqual(await call(c, 'today', day), [], 'nothing of the user is left');
+      await call(c, 'signIn', user.email, user.password);
+      await call(c, 'whenSynced', 60_000);
+      assert.deepEqual(await call(c, 'today', day), [visitId]);
+      await call(c, 'recordTimerEvents', visitId, [ev('complete', `${day}T10:30:00.000Z`)]);
+      await call(c, 'whenSynced', 60_000);
+      const completed = await details(user, visitId);
+      assert.deepEqual(completed.timer_events.map((e: { event_type: string }) => e.event_type), ['start_travel', 'arrive', 'start_documentation', 'complete']);
+      assert.equal(socketsC.opened(), 0, 'the follower signed in through the leader’s socket');
+      assert.equal(socketsB.open(), 1);
       assert.equal(socketsA.open(), 0);
       assert.equal(socketsB.open(), 1, 'the new leader holds the one socket');
       assert.deepEqual(await call(b, 'rejections'), []);

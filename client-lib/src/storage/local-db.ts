@@ -84,6 +84,8 @@ export interface LocalDb extends Queryable {
    * row outside `meta` is an error.
    */
   rotateKey(): Promise<void>;
+  /** Another tab rotated the key of the shared database (tab-link.ts `reset`): use the stored one. */
+  reloadKey(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -151,6 +153,9 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
           await tx.query('insert into meta (key, sealed) values ($1, $2) on conflict (key) do nothing', [v.key, await cipher.seal(v.plain, metaAd(v.key))]);
         }
       });
+    },
+    async reloadKey() {
+      cipher = await guarded(unlock(pg, keys, makeCipher));
     },
     close: () => pg.close(),
   };

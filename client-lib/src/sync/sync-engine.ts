@@ -413,6 +413,7 @@ export class SyncEngine {
   async wipeUserData(): Promise<void> {
     this.drafts.clear();
     await clearUserData(this.opts.db, null);
+    this.opts.tabs?.post({ type: 'reset' });
     this.state.patch({ pending: 0, failed: 0 });
     this.events.emit('change', { reason: 'reset' });
   }
@@ -457,6 +458,12 @@ export class SyncEngine {
     const tabs = this.opts.tabs;
     if (!tabs || this.closed) return;
     if (m.type === 'draft') return this.drafts.fromTab(m.doc, m.update);
+    if (m.type === 'reset') {
+      // Sealing with the old key now would write rows nobody can read.
+      await this.opts.db.reloadKey();
+      this.drafts.clear();
+      return this.events.emit('change', { reason: 'reset' });
+    }
     if (this.leading) {
       switch (m.type) {
         case 'hello':
@@ -594,6 +601,7 @@ export class SyncEngine {
       return this.halt('other_user_outbox', new Error('sync stopped: another user’s writes are on this device'));
     }
     if (claim.kind === 'restart') {
+      this.opts.tabs?.post({ type: 'reset' });
       this.drafts.clear();
       this.events.emit('change', { reason: 'reset' });
       return conn.close(CLOSE_CODES.client_reconnect, 'user changed');

@@ -25,6 +25,8 @@ export type TabMessage =
   /** A follower signed in or out (the stored session changed): the leader reloads it. */
   | { readonly type: 'session' }
   | { readonly type: 'reconnect' }
+  /** A tab deleted the user's data and replaced the device key: every other tab takes the new key. */
+  | { readonly type: 'reset' }
   /** A tab stored an update of a draft (leader: also what the server sent): open copies take it. */
   | { readonly type: 'draft'; readonly doc: string; readonly update: Uint8Array }
   | { readonly type: 'when_synced'; readonly id: string }
