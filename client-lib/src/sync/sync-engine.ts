@@ -24,7 +24,8 @@ import type { SyncEvents } from './events.ts';
 import { FeedReceiver } from './feed.ts';
 import { Session, claimDevice, clearUserData } from './session.ts';
 import { StatusStore, type SyncStatus } from './status.ts';
-import { FORWARDED_EVENTS, type TabLink, type TabMessage } from './tab-link.ts';
+import type { TabLink } from './tab-link.ts';
+import { TabSync } from './tab-sync.ts';
 import { Uploader, type Carrier } from './uploader.ts';
 
 export type { SyncEvents } from './events.ts';
@@ -92,10 +93,8 @@ export class SyncEngine {
   private waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
   private readonly network: NetworkStatus | null;
   private readonly unwatchNetwork: () => void;
-  /** This engine opens the socket: always without tabs, with them once this tab holds the lock. */
-  private leading: boolean;
-  /** A follower's `whenSynced` calls, answered by the leader, by id. */
-  private readonly tabWaiters = new Map<string, { resolve: () => void; reject: (e: unknown) => void }>();
+  /** The other tabs of the app, when the database is shared (null: this engine is the only one). */
+  private readonly tabs: TabSync | null = null;
 
   constructor(private readonly opts: SyncEngineOptions) {
     const db = opts.db;
@@ -113,7 +112,7 @@ export class SyncEngine {
       onConfirmed: () => void this.uploader.pump(),
       onError: (code, message) => this.state.fail(code, message),
       submitWaitMs: opts.submitWaitMs ?? 15_000,
-      ...(opts.tabs ? { relay: (doc: string, update: Uint8Array) => opts.tabs?.post({ type: 'draft', doc, update }) } : {}),
+      ...(opts.tabs ? { relay: (doc: string, update: Uint8Array) => this.tabs?.post({ type: 'draft', doc, update }) } : {}),
     });
     this.uploader = new Uploader({
       db,
@@ -132,8 +131,28 @@ export class SyncEngine {
     this.feed = new FeedReceiver({ db, status: this.state, events: this.events });
     this.network = opts.network === undefined ? platformNetwork() : opts.network;
     this.unwatchNetwork = this.network?.watch({ offline: () => this.wentOffline(), online: () => this.cameOnline() }) ?? (() => {});
-    this.leading = !opts.tabs;
-    if (opts.tabs) this.linkTabs(opts.tabs);
+    if (opts.tabs) {
+      this.tabs = new TabSync(opts.tabs, {
+        db,
+        state: this.state,
+        events: this.events,
+        drafts: this.drafts,
+        written: () => this.written(),
+        whenSynced: () => this.whenSynced(),
+        dropConnection: () => this.dropConnection(),
+        reloadSession: () => this.reloadSession(),
+        enqueue: (fn) => {
+          this.queue = this.queue.then(fn).catch((err: unknown) => {
+            this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
+          });
+        },
+      });
+    }
+  }
+
+  /** This engine opens the socket: always without tabs, with them while this tab holds the lock. */
+  private get leading(): boolean {
+    return this.tabs === null || this.tabs.leading;
   }
 
   get rest(): RestClient {
@@ -156,12 +175,7 @@ export class SyncEngine {
       lastSyncedAt: await getMeta(db, 'last_synced_at'),
       halted: session ? null : 'signed_out',
     });
-    const tabs = this.opts.tabs;
-    if (tabs) {
-      this.leading = await tabs.lead(() => this.enqueue(() => this.becomeLeader()));
-      tabs.post(this.leading ? { type: 'leader' } : { type: 'hello' });
-      if (!this.leading) return;
-    }
+    if (this.tabs && !(await this.tabs.lead(() => this.enqueue(() => this.becomeLeader())))) return;
     if (session) this.run();
   }
 
@@ -171,7 +185,7 @@ export class SyncEngine {
     this.state.patch({ signedIn: true, halted: null, lastError: null });
     this.disconnect();
     this.run();
-    if (!this.leading) this.opts.tabs?.post({ type: 'session' });
+    this.tabs?.tellLeader({ type: 'session' });
   }
 
   /** Stops syncing and forgets the session (the caller clears data as it decides). */
@@ -179,7 +193,7 @@ export class SyncEngine {
     this.halt(halted);
     await this.session.forget();
     this.state.patch({ signedIn: false });
-    if (!this.leading) this.opts.tabs?.post({ type: 'session' });
+    this.tabs?.tellLeader({ type: 'session' });
   }
 
   /** A local write was made: show it and upload it. */
@@ -194,7 +208,7 @@ export class SyncEngine {
     }
     this.events.emit('change', { reason: 'write' });
     // The write is in the shared outbox: the leading tab uploads it.
-    if (!this.leading) this.opts.tabs?.post({ type: 'written' });
+    if (!this.leading) this.tabs?.tellLeader({ type: 'written' });
     else void this.uploader.pump();
   }
 
@@ -203,13 +217,7 @@ export class SyncEngine {
    * acknowledged write's own copy has given way to the server's rows (SyncClient.whenSynced).
    */
   whenSynced(): Promise<void> {
-    const tabs = this.opts.tabs;
-    if (tabs && !this.leading) {
-      const id = globalThis.crypto.randomUUID();
-      const wait = new Promise<void>((resolve, reject) => this.tabWaiters.set(id, { resolve, reject }));
-      tabs.post({ type: 'when_synced', id });
-      return wait;
-    }
+    if (this.tabs && !this.leading) return this.tabs.whenSynced();
     const wait = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
     void this.resolveWaiters();
     return wait;
@@ -219,9 +227,7 @@ export class SyncEngine {
     this.closed = true;
     this.unwatchNetwork();
     this.halt('closed', new Error('the client was closed'));
-    this.rejectTabWaiters(new Error('the client was closed'));
-    // Another tab leads from here.
-    this.opts.tabs?.close();
+    this.tabs?.close(new Error('the client was closed'));
     await this.queue.catch(() => {});
     await this.drafts.flush();
     this.drafts.destroy();
@@ -230,7 +236,7 @@ export class SyncEngine {
 
   /** Drops the socket now (tests, or an app going to the background); reconnects with backoff. */
   dropConnection(): void {
-    if (!this.leading) return this.opts.tabs?.post({ type: 'reconnect' });
+    if (!this.leading) return this.tabs?.tellLeader({ type: 'reconnect' });
     this.conn?.close(CLOSE_CODES.client_reconnect, 'client reconnect');
   }
 
@@ -413,7 +419,7 @@ export class SyncEngine {
   async wipeUserData(): Promise<void> {
     this.drafts.clear();
     await clearUserData(this.opts.db, null);
-    this.opts.tabs?.post({ type: 'reset' });
+    this.tabs?.post({ type: 'reset' });
     this.state.patch({ pending: 0, failed: 0 });
     this.events.emit('change', { reason: 'reset' });
   }
@@ -429,90 +435,14 @@ export class SyncEngine {
 
   // ——— tabs ———
 
-  private linkTabs(tabs: TabLink): void {
-    tabs.onMessage((m) => this.enqueueTab(m));
-    this.events.on('status', (status) => {
-      if (this.leading) tabs.post({ type: 'status', status });
-    });
-    for (const event of FORWARDED_EVENTS) {
-      this.events.on(event, (payload) => {
-        if (this.leading) tabs.post({ type: 'event', event, payload } as TabMessage);
-      });
-    }
-  }
-
-  /** Tab messages go through the engine's queue: a leader taking over handles them after it has. */
-  private enqueueTab(m: TabMessage): void {
-    if (this.closed) return;
-    // A follower's copy of the leader's status is a plain replacement: no queue needed.
-    if (m.type === 'status') {
-      if (!this.leading) this.state.patch(m.status);
-      return;
-    }
-    this.queue = this.queue.then(() => this.fromTab(m)).catch((err: unknown) => {
-      this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
-    });
-  }
-
-  private async fromTab(m: TabMessage): Promise<void> {
-    const tabs = this.opts.tabs;
-    if (!tabs || this.closed) return;
-    if (m.type === 'draft') return this.drafts.fromTab(m.doc, m.update);
-    if (m.type === 'reset') {
-      // Sealing with the old key now would write rows nobody can read.
-      await this.opts.db.reloadKey();
-      this.drafts.clear();
-      return this.events.emit('change', { reason: 'reset' });
-    }
-    if (this.leading) {
-      switch (m.type) {
-        case 'hello':
-          return tabs.post({ type: 'status', status: this.state.value });
-        case 'written':
-          return this.written();
-        case 'session':
-          return this.reloadSession();
-        case 'reconnect':
-          return this.dropConnection();
-        case 'when_synced':
-          this.whenSynced().then(
-            () => tabs.post({ type: 'synced', id: m.id, error: null }),
-            (err: unknown) => tabs.post({ type: 'synced', id: m.id, error: err instanceof Error ? err.message : String(err) }),
-          );
-          return;
-        default:
-          return;
-      }
-    }
-    switch (m.type) {
-      case 'event':
-        return this.events.emit(m.event, m.payload as never);
-      case 'synced': {
-        const w = this.tabWaiters.get(m.id);
-        this.tabWaiters.delete(m.id);
-        if (m.error === null) w?.resolve();
-        else w?.reject(new Error(m.error));
-        return;
-      }
-      case 'leader':
-        // The new leader knows nothing of what the last one was asked.
-        for (const id of this.tabWaiters.keys()) tabs.post({ type: 'when_synced', id });
-        return tabs.post({ type: 'hello' });
-      default:
-        return;
-    }
-  }
-
   /**
    * This tab now holds the lock (the app's first tab, or the leader closed): everything is in
    * the shared database — the session another tab may have stored, the outbox with writes any
    * tab queued — so syncing starts from there, and what this tab waited for is now its own.
    */
   private async becomeLeader(): Promise<void> {
-    if (this.closed) return;
-    this.leading = true;
-    for (const w of this.tabWaiters.values()) this.waiters.push(w);
-    this.tabWaiters.clear();
+    if (this.closed || !this.tabs) return;
+    this.waiters.push(...this.tabs.takeWaiters());
     const db = this.opts.db;
     let session: StoredSession | null;
     try {
@@ -535,8 +465,7 @@ export class SyncEngine {
       setTimeout(() => this.enqueue(() => this.becomeLeader()), LEAD_RETRY_MS);
       return;
     }
-    this.opts.tabs?.post({ type: 'leader' });
-    this.opts.tabs?.post({ type: 'status', status: this.state.value });
+    this.tabs.announce();
     if (session) this.run();
   }
 
@@ -552,12 +481,6 @@ export class SyncEngine {
     this.state.patch({ signedIn: true, halted: null, lastError: null });
     this.disconnect();
     this.run();
-  }
-
-  private rejectTabWaiters(err: Error): void {
-    const ws = [...this.tabWaiters.values()];
-    this.tabWaiters.clear();
-    for (const w of ws) w.reject(err);
   }
 
   // ——— messages ———
@@ -601,7 +524,7 @@ export class SyncEngine {
       return this.halt('other_user_outbox', new Error('sync stopped: another user’s writes are on this device'));
     }
     if (claim.kind === 'restart') {
-      this.opts.tabs?.post({ type: 'reset' });
+      this.tabs?.post({ type: 'reset' });
       this.drafts.clear();
       this.events.emit('change', { reason: 'reset' });
       return conn.close(CLOSE_CODES.client_reconnect, 'user changed');
