@@ -29,6 +29,7 @@ export type { DeviceNotification, Patient, Visit } from './model/views.ts';
 export type { Failure, Rejection } from './storage/outbox.ts';
 export { StorageError, type StorageErrorCode } from './storage/storage-errors.ts';
 export type { PgliteAssets, PgliteFilesystem } from './storage/local-db.ts';
+export { runDatabaseWorker } from './storage/shared-db.ts';
 export type { SyncError, SyncStatus } from './sync/status.ts';
 export type { SyncEvents } from './sync/events.ts';
 export type { BackoffOptions } from './sync/backoff.ts';

@@ -12,12 +12,14 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { MemoryFS } from '@electric-sql/pglite';
+import { LeaderChangedError } from '@electric-sql/pglite/worker';
 import { createFieldchartClient, StorageError } from '../../client-lib/src/index.ts';
 import { forEachBackend } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { createPatient, scheduleVisit } from '../server/visits/visit-fixtures.ts';
 import { ev } from './support.ts';
+import { storageErrorOf } from '../../client-lib/src/storage/storage-errors.ts';
 
 interface EmscriptenFs {
   readdir(path: string): string[];
@@ -80,6 +82,14 @@ after(() => {
 });
 
 const today = () => new Date().toISOString().slice(0, 10);
+
+test('a call cut by the closing of the tab that held the shared database is storage_unavailable, not a raw error', () => {
+  const err = storageErrorOf(new LeaderChangedError());
+  assert.ok(err instanceof StorageError);
+  assert.equal(err.code, 'storage_unavailable');
+  assert.match(err.message, /may or may not have been made/);
+  assert.equal(storageErrorOf(new Error('syntax error at or near "selec"')), null, 'a query error stays what it is');
+});
 
 test('a database that never opens rejects as storage_blocked; one that refuses, as storage_unavailable', async () => {
   const started = Date.now();

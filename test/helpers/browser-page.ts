@@ -65,11 +65,15 @@ export async function launchPersistent(): Promise<{ context: BrowserContext; clo
   };
 }
 
-/** The library as an app bundles it: esbuild for the browser, PGlite's `node:` loads stubbed, nothing external. */
-async function bundlePage(): Promise<string> {
+/**
+ * The library as an app bundles it: esbuild for the browser, PGlite's `node:` loads stubbed,
+ * nothing external. Two entries: the page, and the database worker several tabs share.
+ */
+async function bundlePage(): Promise<{ page: string; worker: string }> {
   const out = await build({
     absWorkingDir: root,
-    entryPoints: ['test/fixtures/browser-client/page.ts'],
+    entryPoints: { page: 'test/fixtures/browser-client/page.ts', 'db-worker': 'test/fixtures/browser-client/db-worker.ts' },
+    outdir: 'out',
     platform: 'browser',
     format: 'esm',
     target: 'es2022',
@@ -79,12 +83,16 @@ async function bundlePage(): Promise<string> {
     external: [],
     plugins: [pgliteNodeOnly],
   });
-  const [file] = out.outputFiles;
-  if (!file || out.outputFiles.length !== 1) throw new Error(`expected one bundle file, got ${out.outputFiles.length}`);
-  return file.text;
+  const text = (name: string) => {
+    const file = out.outputFiles.find((f) => path.basename(f.path) === name);
+    if (!file) throw new Error(`no ${name} in the bundle (${out.outputFiles.map((f) => f.path).join(', ')})`);
+    return file.text;
+  };
+  if (out.outputFiles.length !== 2) throw new Error(`expected two bundle files, got ${out.outputFiles.length}`);
+  return { page: text('page.js'), worker: text('db-worker.js') };
 }
 
-const SHELL = ['/', '/page.js', ...PGLITE_ASSETS.map((a) => `/${a}`)];
+const SHELL = ['/', '/page.js', '/db-worker.js', ...PGLITE_ASSETS.map((a) => `/${a}`)];
 
 const INDEX_HTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Fieldchart client</title></head>
@@ -117,7 +125,8 @@ export async function startPageServer(): Promise<PageServer> {
   const bundle = await bundlePage();
   const files = new Map<string, { type: string; body: Buffer | string }>([
     ['/', { type: 'text/html; charset=utf-8', body: INDEX_HTML }],
-    ['/page.js', { type: 'text/javascript; charset=utf-8', body: bundle }],
+    ['/page.js', { type: 'text/javascript; charset=utf-8', body: bundle.page }],
+    ['/db-worker.js', { type: 'text/javascript; charset=utf-8', body: bundle.worker }],
     ['/sw.js', { type: 'text/javascript; charset=utf-8', body: SERVICE_WORKER }],
     ...PGLITE_ASSETS.map((a) => [`/${a}`, { type: a.endsWith('.wasm') ? 'application/wasm' : 'application/octet-stream', body: fs.readFileSync(path.join(PGLITE_DIST, a)) }] as const),
   ]);

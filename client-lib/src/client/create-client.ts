@@ -10,6 +10,8 @@ import type { MutationArgs } from '@fieldchart/schema/sync';
 import { PlatformWebSocket } from '#websocket';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
 import { openLocalDb, type LocalDb } from '../storage/local-db.ts';
+import { tabNames, tabsSupported } from '../storage/shared-db.ts';
+import { browserTabLink } from '../sync/tab-link.ts';
 import { getMeta, type StoredSession } from '../storage/meta.ts';
 import {
   dismissFailures,
@@ -62,12 +64,14 @@ export { localDate };
 export async function createFieldchartClient(options: FieldchartClientOptions): Promise<FieldchartClient> {
   const WebSocketImpl = options.WebSocket ?? PlatformWebSocket;
   if (!WebSocketImpl) throw new TypeError('This platform has no WebSocket: pass one as the `WebSocket` option');
+  if (options.databaseWorker && !tabsSupported()) throw new TypeError('`databaseWorker` needs navigator.locks, BroadcastChannel and Worker (a browser)');
   let engine: SyncEngine | null = null;
   const db = await openLocalDb(options.dataDir, {
     // A full storage is state the app can show, whoever met it.
     onStorageError: (err) => engine?.state.fail(err.code, err.message),
     ...(options.pglite ? { pglite: options.pglite } : {}),
     ...(options.storageOpenTimeoutMs !== undefined ? { openTimeoutMs: options.storageOpenTimeoutMs } : {}),
+    ...(options.databaseWorker ? { worker: options.databaseWorker } : {}),
   });
   engine = new SyncEngine({
     db,
@@ -79,6 +83,7 @@ export async function createFieldchartClient(options: FieldchartClientOptions): 
     ...(options.submitWaitMs !== undefined ? { submitWaitMs: options.submitWaitMs } : {}),
     ...(options.openTimeoutMs !== undefined ? { openTimeoutMs: options.openTimeoutMs } : {}),
     ...(options.network !== undefined ? { network: options.network } : {}),
+    ...(options.databaseWorker ? { tabs: browserTabLink(tabNames(options.dataDir)) } : {}),
   });
   await engine.start();
   return buildClient(db, engine, options);

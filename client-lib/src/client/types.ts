@@ -5,6 +5,7 @@ import type { FetchLike, RestClient, SignInBody, SignInResult } from '../rest/in
 import type { WebSocketConstructor } from '../platform/websocket.ts';
 import type { NetworkStatus } from '../platform/network-status.ts';
 import type { PgliteAssets } from '../storage/local-db.ts';
+import type { runDatabaseWorker } from '../storage/shared-db.ts';
 import type { DeviceNotification, Patient, Visit } from '../model/views.ts';
 import type { DayPlan, PlanDayOptions } from '../model/plan-day.ts';
 import type { ChecklistItemView, VisitChecklist } from '../model/visit-checklist.ts';
@@ -37,6 +38,15 @@ export interface FieldchartClientOptions {
    * version never opens). Default 60 000 ms; the first open also creates the database.
    */
   readonly storageOpenTimeoutMs?: number;
+  /**
+   * Browsers: lets every tab of the app open the same `dataDir` safely and share one sync
+   * connection. Makes the app's database worker, whose file calls {@link runDatabaseWorker}:
+   * `() => new Worker(new URL('./db-worker.js', import.meta.url), { type: 'module' })`. The
+   * database lives in one tab's worker and the others query it there; the tab holding the
+   * app's lock (`navigator.locks`) syncs for all, and the next tab takes over when it closes.
+   * Without it (and in Node) a client owns `dataDir` alone: never open one twice.
+   */
+  readonly databaseWorker?: () => Worker;
   /** A WebSocket implementation; defaults to the platform's (`ws` in Node, the global elsewhere). */
   readonly WebSocket?: WebSocketConstructor;
   /** Overrides the sync socket URL derived from `baseUrl`. */

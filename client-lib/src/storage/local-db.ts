@@ -3,13 +3,15 @@
  * `dataDir` prefix, as PGlite decides it: `memory://` (nothing kept), `idb://name`
  * (IndexedDB, browsers), or a directory path (Node).
  */
-import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
+import { PGlite, type PGliteInterface, type PGliteOptions } from '@electric-sql/pglite';
+import { PGliteWorker } from '@electric-sql/pglite/worker';
 import { deviceKeyStoreFor } from '#device-key';
 import type { DeviceKeyStore } from './device-key.ts';
 import { MIGRATIONS, type MigrationTx } from './local-schema.ts';
 import { metaAd } from './seal-ad.ts';
 import { ad, aesGcmCipher, SealBrokenError, type RowCipher } from './row-cipher.ts';
 import { StorageError, storageErrorOf } from './storage-errors.ts';
+import { tabNames, withTabLock, type DatabaseWorkerFactory } from './shared-db.ts';
 
 /**
  * A PGlite file system (an instance of one of PGlite's `Filesystem` classes), handed to PGlite
@@ -55,6 +57,12 @@ export interface OpenLocalDbOptions {
    * encryption costs (bench/): never exposed to apps.
    */
   readonly makeCipher?: (key: CryptoKey) => RowCipher;
+  /**
+   * Browsers, several tabs: the database lives in the leading tab's worker made by this
+   * factory and every tab queries it there (shared-db.ts). Without it, this instance owns
+   * `dataDir` alone.
+   */
+  readonly worker?: DatabaseWorkerFactory;
 }
 
 const DEFAULT_OPEN_TIMEOUT_MS = 60_000;
@@ -76,6 +84,8 @@ export interface LocalDb extends Queryable {
    * row outside `meta` is an error.
    */
   rotateKey(): Promise<void>;
+  /** Another tab rotated the key of the shared database (tab-link.ts `reset`): use the stored one. */
+  reloadKey(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -104,7 +114,7 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
       throw asStorage(err);
     }
   };
-  const wrap = (q: { query: PGlite['query'] }): Queryable => ({
+  const wrap = (q: { query: PGliteInterface['query'] }): Queryable => ({
     async query<T>(sql: string, params: readonly unknown[] = []) {
       const res = await guarded(q.query<T>(sql, params as unknown[]));
       return res.rows;
@@ -144,11 +154,18 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
         }
       });
     },
+    async reloadKey() {
+      cipher = await guarded(unlock(pg, keys, makeCipher));
+    },
     close: () => pg.close(),
   };
   try {
-    cipher = await guarded(unlock(pg, keys, makeCipher));
-    await guarded(migrate(pg, () => cipher));
+    const prepare = async () => {
+      cipher = await guarded(unlock(pg, keys, makeCipher));
+      await guarded(migrate(pg, () => cipher));
+    };
+    // Two tabs opening at once would each find no key check, or migrate the same version.
+    await (options.worker ? withTabLock(tabNames(dataDir).open, prepare) : prepare());
   } catch (err) {
     await pg.close().catch(() => {});
     throw err;
@@ -156,9 +173,12 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
   return db;
 }
 
-async function openPglite(dataDir: string, options: OpenLocalDbOptions): Promise<PGlite> {
-  // PgliteAssets is PGlite's options by shape (see PgliteFilesystem).
-  const opening = PGlite.create(dataDir, { ...options.pglite } as PGliteOptions);
+async function openPglite(dataDir: string, options: OpenLocalDbOptions): Promise<PGliteInterface> {
+  const opening: Promise<PGliteInterface> = options.worker
+    ? // This tab's handle: queries go to whichever tab's worker leads (shared-db.ts).
+      PGliteWorker.create(options.worker(), { dataDir, id: tabNames(dataDir).database })
+    : // PgliteAssets is PGlite's options by shape (see PgliteFilesystem).
+      PGlite.create(dataDir, { ...options.pglite } as PGliteOptions);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeoutMs = options.openTimeoutMs ?? DEFAULT_OPEN_TIMEOUT_MS;
   const deadline = new Promise<never>((_, reject) => {
@@ -181,7 +201,7 @@ async function openPglite(dataDir: string, options: OpenLocalDbOptions): Promise
  * nothing is sealed yet (no key check), the stored one or a new one. A key check without a
  * key that opens it means the sealed data cannot be read: `storage_key_lost`.
  */
-async function unlock(pg: PGlite, keys: DeviceKeyStore, makeCipher: (key: CryptoKey) => RowCipher): Promise<RowCipher> {
+async function unlock(pg: PGliteInterface, keys: DeviceKeyStore, makeCipher: (key: CryptoKey) => RowCipher): Promise<RowCipher> {
   await pg.exec('create table if not exists device_key_check (sealed bytea not null)');
   const [check] = (await pg.query<{ sealed: Uint8Array }>('select sealed from device_key_check')).rows;
   let key: CryptoKey | null;
@@ -207,11 +227,11 @@ async function unlock(pg: PGlite, keys: DeviceKeyStore, makeCipher: (key: Crypto
   return cipher;
 }
 
-async function migrate(pg: PGlite, cipher: () => RowCipher): Promise<void> {
+async function migrate(pg: PGliteInterface, cipher: () => RowCipher): Promise<void> {
   await pg.exec('create table if not exists local_schema_version (version integer not null)');
   const rows = (await pg.query<{ version: number }>('select version from local_schema_version')).rows;
   const current = rows[0]?.version ?? 0;
-  const setVersion = async (q: Pick<PGlite, 'query'>, v: number) => {
+  const setVersion = async (q: Pick<PGliteInterface, 'query'>, v: number) => {
     await q.query('delete from local_schema_version');
     await q.query('insert into local_schema_version (version) values ($1)', [v]);
   };

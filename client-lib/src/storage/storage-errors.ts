@@ -10,6 +10,7 @@
  * `NS_ERROR_DOM_QUOTA_REACHED`); Node reports ENOSPC, Emscripten's file systems errno 51;
  * PostgreSQL itself fails with SQLSTATE 53100 (disk_full) when a data file cannot grow.
  */
+import { LeaderChangedError } from '@electric-sql/pglite/worker';
 import { FieldchartClientError } from '../rest/errors.ts';
 
 export type StorageErrorCode = 'storage_full' | 'storage_blocked' | 'storage_unavailable' | 'storage_key_lost';
@@ -23,7 +24,9 @@ export class StorageError extends FieldchartClientError {
    * storage resolves and is queued; `status.lastError` says `storage_full`, and it is stored
    * by the first statement that succeeds once there is space — lost if the app closes first.
    * `storage_blocked`: the database did not open in time, most often because another
-   * tab holds an older version of it open; `storage_unavailable`: it cannot be opened at all;
+   * tab holds an older version of it open; `storage_unavailable`: it cannot be opened at all,
+   * or (tabs sharing it, `databaseWorker`) the tab that held it closed while the call ran — the
+   * call may or may not have been made: read, then retry;
    * `storage_key_lost`: the database holds data sealed with a device key that is gone or is
    * not the one stored (a data directory copied without its key file, a cleared key store).
    * That data cannot be read by anyone: remove the database (a new sign-in syncs it again).
@@ -57,6 +60,9 @@ export function isStorageFull(err: unknown, depth = 0): boolean {
 export function storageErrorOf(err: unknown): StorageError | null {
   if (err instanceof StorageError) return err;
   if (isStorageFull(err)) return new StorageError('storage_full', 'the device storage is full', err);
+  if (err instanceof LeaderChangedError) {
+    return new StorageError('storage_unavailable', 'the tab that held the device database closed during the call: it may or may not have been made', err);
+  }
   return null;
 }
 

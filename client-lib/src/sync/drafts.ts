@@ -26,6 +26,8 @@ export { SOAP_SECTIONS, type SoapSection };
 /** Transaction origins: what the server sent, and what was read back from the device. */
 const REMOTE = Symbol('fieldchart-remote');
 const LOADED = Symbol('fieldchart-loaded');
+/** An update another tab of the app made or received, and stored in the shared database. */
+const TAB = Symbol('fieldchart-tab');
 
 export const draftName = (scheduleUuid: string) => `visit/${scheduleUuid}/soap`;
 const scheduleOf = (doc: string) => doc.slice('visit/'.length, -'/soap'.length);
@@ -59,6 +61,8 @@ export interface DraftSyncDeps {
   onError(code: string, message: string): void;
   /** Longest a `note.submit` waits for the server to confirm its draft before it carries the sections itself. */
   readonly submitWaitMs: number;
+  /** Tabs sharing the database: an update this tab stored, for the other tabs' open copies. */
+  readonly relay?: (doc: string, update: Uint8Array) => void;
 }
 
 export type SubmitReadiness = { readonly kind: 'ready' } | { readonly kind: 'wait' } | { readonly kind: 'sections'; readonly sections: Partial<Record<SoapSection, string>> };
@@ -131,6 +135,17 @@ export class DraftSync {
         this.openOnServer(entry);
       }
     }
+  }
+
+  /**
+   * Another tab stored an update of `name` (tab-link.ts): this tab's copy takes it. The leading
+   * tab (connected) loads the draft if it must and sends the update on to the server.
+   */
+  async fromTab(name: string, update: Uint8Array): Promise<void> {
+    const entry = this.entries.get(name) ?? (this.connected ? await this.load(name) : null);
+    if (!entry) return; // not open here: the shared database has it for when it is
+    Y.applyUpdate(entry.doc, update, TAB);
+    if (this.connected && !entry.serverOpen && !entry.unavailable) this.openOnServer(entry);
   }
 
   /** A `doc` message from the server. */
@@ -273,11 +288,27 @@ export class DraftSync {
     };
     doc.on('update', (update: Uint8Array, origin: unknown) => {
       if (origin === LOADED) return;
+      if (origin === TAB) {
+        // Stored (and its edit counted) by the tab that made it; the server may still need it.
+        entry.persist = entry.persist
+          .then(async () => {
+            entry.localSeq = Math.max(entry.localSeq, (await draftSeqs(this.deps.db, name)).local_seq);
+          })
+          .catch((err: unknown) => this.deps.onError(failureCode(err, 'storage'), `draft ${name}: ${err instanceof Error ? err.message : String(err)}`));
+        if (!entry.serverOpen) return;
+        const enc = encoding.createEncoder();
+        syncProtocol.writeUpdate(enc, update);
+        this.sendSync(entry, encoding.toUint8Array(enc));
+        this.schedulePing(entry);
+        return;
+      }
       const local = origin !== REMOTE;
       entry.persist = entry.persist
         .then(async () => {
           const seq = await appendDraftUpdate(this.deps.db, name, update, local);
           if (local) entry.localSeq = seq;
+          // Stored first: a tab that loads the draft from the database then has it too.
+          this.deps.relay?.(name, update);
         })
         .catch((err: unknown) => this.deps.onError(failureCode(err, 'storage'), `draft ${name}: ${err instanceof Error ? err.message : String(err)}`));
       if (local && entry.serverOpen) {

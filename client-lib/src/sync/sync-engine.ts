@@ -24,6 +24,8 @@ import type { SyncEvents } from './events.ts';
 import { FeedReceiver } from './feed.ts';
 import { Session, claimDevice, clearUserData } from './session.ts';
 import { StatusStore, type SyncStatus } from './status.ts';
+import type { TabLink } from './tab-link.ts';
+import { TabSync } from './tab-sync.ts';
 import { Uploader, type Carrier } from './uploader.ts';
 
 export type { SyncEvents } from './events.ts';
@@ -36,6 +38,9 @@ export const HTTP_FALLBACK_AFTER = 2;
 
 /** The least pause before a socket taken over by another install (4409) comes back. */
 export const SUPERSEDED_PAUSE_MS = 1_000;
+
+/** A tab that began to lead and could not read the shared database yet tries again after this. */
+const LEAD_RETRY_MS = 100;
 
 /** The close reason of a socket this side dropped because the platform said the network went. */
 const WENT_OFFLINE = 'offline';
@@ -52,6 +57,11 @@ export interface SyncEngineOptions {
   readonly openTimeoutMs?: number;
   /** The platform's network; default: the browser's (`online`/`offline` events), none in Node. Null: none. */
   readonly network?: NetworkStatus | null;
+  /**
+   * Browsers, several tabs on one device database: only the tab holding the lock syncs; the
+   * others follow through this link (tab-link.ts). Without it this engine is the only one.
+   */
+  readonly tabs?: TabLink;
 }
 
 export class SyncEngine {
@@ -83,6 +93,8 @@ export class SyncEngine {
   private waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
   private readonly network: NetworkStatus | null;
   private readonly unwatchNetwork: () => void;
+  /** The other tabs of the app, when the database is shared (null: this engine is the only one). */
+  private readonly tabs: TabSync | null = null;
 
   constructor(private readonly opts: SyncEngineOptions) {
     const db = opts.db;
@@ -100,6 +112,7 @@ export class SyncEngine {
       onConfirmed: () => void this.uploader.pump(),
       onError: (code, message) => this.state.fail(code, message),
       submitWaitMs: opts.submitWaitMs ?? 15_000,
+      ...(opts.tabs ? { relay: (doc: string, update: Uint8Array) => this.tabs?.post({ type: 'draft', doc, update }) } : {}),
     });
     this.uploader = new Uploader({
       db,
@@ -118,6 +131,28 @@ export class SyncEngine {
     this.feed = new FeedReceiver({ db, status: this.state, events: this.events });
     this.network = opts.network === undefined ? platformNetwork() : opts.network;
     this.unwatchNetwork = this.network?.watch({ offline: () => this.wentOffline(), online: () => this.cameOnline() }) ?? (() => {});
+    if (opts.tabs) {
+      this.tabs = new TabSync(opts.tabs, {
+        db,
+        state: this.state,
+        events: this.events,
+        drafts: this.drafts,
+        written: () => this.written(),
+        whenSynced: () => this.whenSynced(),
+        dropConnection: () => this.dropConnection(),
+        reloadSession: () => this.reloadSession(),
+        enqueue: (fn) => {
+          this.queue = this.queue.then(fn).catch((err: unknown) => {
+            this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
+          });
+        },
+      });
+    }
+  }
+
+  /** This engine opens the socket: always without tabs, with them while this tab holds the lock. */
+  private get leading(): boolean {
+    return this.tabs === null || this.tabs.leading;
   }
 
   get rest(): RestClient {
@@ -140,6 +175,7 @@ export class SyncEngine {
       lastSyncedAt: await getMeta(db, 'last_synced_at'),
       halted: session ? null : 'signed_out',
     });
+    if (this.tabs && !(await this.tabs.lead(() => this.enqueue(() => this.becomeLeader())))) return;
     if (session) this.run();
   }
 
@@ -149,6 +185,7 @@ export class SyncEngine {
     this.state.patch({ signedIn: true, halted: null, lastError: null });
     this.disconnect();
     this.run();
+    this.tabs?.tellLeader({ type: 'session' });
   }
 
   /** Stops syncing and forgets the session (the caller clears data as it decides). */
@@ -156,6 +193,7 @@ export class SyncEngine {
     this.halt(halted);
     await this.session.forget();
     this.state.patch({ signedIn: false });
+    this.tabs?.tellLeader({ type: 'session' });
   }
 
   /** A local write was made: show it and upload it. */
@@ -169,7 +207,9 @@ export class SyncEngine {
       this.state.patch({ pending: this.state.value.pending + 1 });
     }
     this.events.emit('change', { reason: 'write' });
-    void this.uploader.pump();
+    // The write is in the shared outbox: the leading tab uploads it.
+    if (!this.leading) this.tabs?.tellLeader({ type: 'written' });
+    else void this.uploader.pump();
   }
 
   /**
@@ -177,6 +217,7 @@ export class SyncEngine {
    * acknowledged write's own copy has given way to the server's rows (SyncClient.whenSynced).
    */
   whenSynced(): Promise<void> {
+    if (this.tabs && !this.leading) return this.tabs.whenSynced();
     const wait = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
     void this.resolveWaiters();
     return wait;
@@ -186,6 +227,7 @@ export class SyncEngine {
     this.closed = true;
     this.unwatchNetwork();
     this.halt('closed', new Error('the client was closed'));
+    this.tabs?.close(new Error('the client was closed'));
     await this.queue.catch(() => {});
     await this.drafts.flush();
     this.drafts.destroy();
@@ -194,6 +236,7 @@ export class SyncEngine {
 
   /** Drops the socket now (tests, or an app going to the background); reconnects with backoff. */
   dropConnection(): void {
+    if (!this.leading) return this.tabs?.tellLeader({ type: 'reconnect' });
     this.conn?.close(CLOSE_CODES.client_reconnect, 'client reconnect');
   }
 
@@ -229,7 +272,7 @@ export class SyncEngine {
   }
 
   private async connect(): Promise<void> {
-    if (!this.running || this.conn || this.closed || this.connecting) return;
+    if (!this.leading || !this.running || this.conn || this.closed || this.connecting) return;
     this.connecting = true;
     try {
       await this.openSocket();
@@ -376,6 +419,7 @@ export class SyncEngine {
   async wipeUserData(): Promise<void> {
     this.drafts.clear();
     await clearUserData(this.opts.db, null);
+    this.tabs?.post({ type: 'reset' });
     this.state.patch({ pending: 0, failed: 0 });
     this.events.emit('change', { reason: 'reset' });
   }
@@ -387,6 +431,56 @@ export class SyncEngine {
     } catch (err) {
       this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
     }
+  }
+
+  // ——— tabs ———
+
+  /**
+   * This tab now holds the lock (the app's first tab, or the leader closed): everything is in
+   * the shared database — the session another tab may have stored, the outbox with writes any
+   * tab queued — so syncing starts from there, and what this tab waited for is now its own.
+   */
+  private async becomeLeader(): Promise<void> {
+    if (this.closed || !this.tabs) return;
+    this.waiters.push(...this.tabs.takeWaiters());
+    const db = this.opts.db;
+    let session: StoredSession | null;
+    try {
+      session = await this.session.load();
+      this.state.patch({
+        signedIn: session !== null,
+        connected: false,
+        uploading: false,
+        downloading: false,
+        current: false,
+        pending: await pendingCount(db),
+        failed: await failureCount(db),
+        lastSyncedAt: await getMeta(db, 'last_synced_at'),
+        halted: session ? null : 'signed_out',
+      });
+    } catch (err) {
+      // The leading tab's worker held the database too: a query sent as it closed fails while
+      // this tab's worker opens it. Queries after that wait for it: try again shortly.
+      this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
+      setTimeout(() => this.enqueue(() => this.becomeLeader()), LEAD_RETRY_MS);
+      return;
+    }
+    this.tabs.announce();
+    if (session) this.run();
+  }
+
+  /** A follower signed in or out: the stored session is the truth. */
+  private async reloadSession(): Promise<void> {
+    const session = await this.session.load();
+    if (!session) {
+      this.halt('signed_out');
+      this.drafts.clear();
+      this.state.patch({ signedIn: false, pending: await pendingCount(this.opts.db), failed: await failureCount(this.opts.db) });
+      return;
+    }
+    this.state.patch({ signedIn: true, halted: null, lastError: null });
+    this.disconnect();
+    this.run();
   }
 
   // ——— messages ———
@@ -430,6 +524,7 @@ export class SyncEngine {
       return this.halt('other_user_outbox', new Error('sync stopped: another user’s writes are on this device'));
     }
     if (claim.kind === 'restart') {
+      this.tabs?.post({ type: 'reset' });
       this.drafts.clear();
       this.events.emit('change', { reason: 'reset' });
       return conn.close(CLOSE_CODES.client_reconnect, 'user changed');

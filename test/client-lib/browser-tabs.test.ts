@@ -1,0 +1,160 @@
+/**
+ * Several tabs of one app in Chromium (test/helpers/browser-page.ts) share one device
+ * database and one sync connection (client-lib/src/sync/README.md, "Tabs"): the first tab
+ * leads and holds the only socket; a write in the other tab goes through the shared outbox, is
+ * uploaded by the leader once, and both tabs see it; when the leading tab closes, the other
+ * takes over with a socket of its own and uploads what was queued while offline, once.
+ *
+ * Runs where Debian's Chromium is installed; skipped elsewhere with the reason, except in CI.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { forEachBackend } from '../helpers/backends.ts';
+import { browserMissing, call, launchChromium, openShell, startPageServer, type PageServer } from '../helpers/browser-page.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { createPatient, scheduleVisit, type User, utcClinician } from '../server/visits/visit-fixtures.ts';
+import { ev } from './support.ts';
+
+const missing = browserMissing();
+if (missing) console.log(`# browser tests skipped: ${missing}`);
+
+const TEST = { skip: missing ?? false, timeout: 120_000 };
+const SOON = { timeoutMs: 20_000, intervalMs: 100 };
+
+/** The sync sockets a page opened, as the browser saw them. */
+function watchSockets(page: Page): { opened(): number; open(): number } {
+  const sockets: { closed: boolean }[] = [];
+  page.on('websocket', (ws) => {
+    if (!ws.url().includes('/sync')) return;
+    const s = { closed: false };
+    sockets.push(s);
+    ws.on('close', () => (s.closed = true));
+  });
+  return { opened: () => sockets.length, open: () => sockets.filter((s) => !s.closed).length };
+}
+
+forEachBackend('two tabs of the client library in Chromium', (backend) => {
+  let pages: PageServer;
+  let server: TestServer;
+  let browser: Browser;
+  before(async () => {
+    if (missing) return;
+    pages = await startPageServer();
+    server = await startTestServer(backend, { env: { CORS_ORIGINS: pages.origin } });
+    browser = await launchChromium();
+  });
+  after(async () => {
+    if (missing) return;
+    await browser?.close();
+    await server?.close();
+    await pages?.close();
+  });
+
+  async function details(user: User, visitId: string) {
+    const res = await server.api('GET', `/visit-details/${visitId}`, { token: user.token });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body.data;
+  }
+
+  test('two tabs share one socket; a follower’s writes upload once; the leader closing hands over', TEST, async () => {
+    const day = new Date().toISOString().slice(0, 10);
+    const user = await utcClinician(server);
+    const patient = await createPatient(server, user);
+    const visitId = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: day, start_time: '09:00' });
+    const dataDir = 'idb://fieldchart-tabs';
+    const context = await browser.newContext();
+    try {
+      const a = await context.newPage();
+      const socketsA = watchSockets(a);
+      await openShell(a, pages.origin);
+      await call(a, 'openShared', server.url, dataDir);
+      await call(a, 'signIn', user.email, user.password);
+      await call(a, 'whenSynced', 60_000);
+
+      const b = await context.newPage();
+      const socketsB = watchSockets(b);
+      await openShell(b, pages.origin);
+      const opened = await call(b, 'openShared', server.url, dataDir);
+      assert.equal(opened.signedIn, true, 'the session A stored is in the shared database');
+      // Answered by the leader: B has no socket of its own.
+      await call(b, 'whenSynced', 60_000);
+      assert.equal((await call(b, 'status')).connected, true, 'B shows the leader’s status');
+      assert.deepEqual(await call(b, 'today', day), [visitId], 'B reads what A synced');
+      assert.equal(socketsA.open(), 1, 'the leader holds one socket');
+      assert.equal(socketsB.opened(), 0, 'the follower opened none');
+
+      // A write in the follower: uploaded by the leader, once, and seen in both tabs.
+      await call(b, 'recordTimerEvents', visitId, [ev('start_travel', `${day}T08:30:00.000Z`), ev('arrive', `${day}T09:00:00.000Z`)]);
+      await call(b, 'whenSynced', 60_000);
+      await eventually(async () => assert.equal((await call(b, 'receipt', visitId)).state, 'acknowledged'), SOON);
+      const synced = await details(user, visitId);
+      assert.deepEqual(synced.timer_events.map((e: { event_type: string }) => e.event_type), ['start_travel', 'arrive']);
+      assert.deepEqual((await call(a, 'visit', visitId))?.timer_events.map((e) => e.event_type), ['start_travel', 'arrive']);
+      assert.ok((await call(a, 'changes')).write! >= 1, 'the leader tab heard of the follower’s write');
+      assert.equal((await call(a, 'receipt', visitId)).state, 'acknowledged');
+
+      // A draft typed in both tabs: one document, stored once, sent by the leader.
+      await call(b, 'type', visitId, 'subjective', 'Knee pain 3/10.');
+      await call(a, 'type', visitId, 'plan', 'Ice after exercise.');
+      await eventually(async () => {
+        const [sa, sb] = [await call(a, 'soap', visitId), await call(b, 'soap', visitId)];
+        assert.deepEqual(sa, sb);
+        assert.equal(sa.subjective, 'Knee pain 3/10.');
+        assert.equal(sa.plan, 'Ice after exercise.');
+      }, SOON);
+      await eventually(async () => assert.equal((await call(b, 'receipt', visitId)).draftOnDeviceOnly, false, 'the server confirmed both tabs’ edits'), SOON);
+
+      // Offline, the follower queues; the leader tab closes; the follower leads and uploads.
+      await context.setOffline(true);
+      await eventually(async () => assert.equal((await call(b, 'status')).connected, false), SOON);
+      await call(b, 'recordTimerEvents', visitId, [ev('start_documentation', `${day}T09:45:00.000Z`)]);
+      await call(b, 'setMileage', visitId, { total_miles: 12.5, travel_miles: 11 });
+      await eventually(async () => assert.equal((await call(b, 'status')).pending, 2), SOON);
+      assert.equal(socketsB.opened(), 0, 'still no socket in the follower');
+      await a.close();
+      await context.setOffline(false);
+      await call(b, 'whenSynced', 60_000);
+      await eventually(async () => assert.equal((await call(b, 'receipt', visitId)).state, 'acknowledged'), SOON);
+      const handedOver = await details(user, visitId);
+      assert.deepEqual(handedOver.timer_events.map((e: { event_type: string }) => e.event_type), ['start_travel', 'arrive', 'start_documentation'], 'each event once');
+      assert.equal(handedOver.mileage.total_miles, 12.5);
+      // The server's copy of the draft has both tabs' text, once: the note takes it.
+      await call(b, 'type', visitId, 'objective', 'ROM 0-115 degrees.');
+      await call(b, 'type', visitId, 'assessment', 'Progressing.');
+      await call(b, 'submit', visitId);
+      await call(b, 'whenSynced', 60_000);
+      const done = await details(user, visitId);
+      assert.equal(done.soap_note.subjective, 'Knee pain 3/10.');
+      assert.equal(done.soap_note.plan, 'Ice after exercise.');
+
+      // A sign-out in the leader wipes the shared database and replaces the key; a follower
+      // takes the new key, signs in again through the leader's socket, and its write arrives.
+      const c = await context.newPage();
+      const socketsC = watchSockets(c);
+      await openShell(c, pages.origin);
+      await call(c, 'openShared', server.url, dataDir);
+      await call(b, 'signOut');
+      await eventually(async () => assert.equal((await call(c, 'status')).signedIn, false), SOON);
+      await eventually(async () => assert.ok((await call(c, 'changes')).reset! >= 1, 'the follower heard of the wipe'), SOON);
+      assert.deepEqual(await call(c, 'today', day), [], 'nothing of the user is left');
+      await call(c, 'signIn', user.email, user.password);
+      await call(c, 'whenSynced', 60_000);
+      assert.deepEqual(await call(c, 'today', day), [visitId]);
+      await call(c, 'recordTimerEvents', visitId, [ev('complete', `${day}T10:30:00.000Z`)]);
+      await call(c, 'whenSynced', 60_000);
+      const completed = await details(user, visitId);
+      assert.deepEqual(completed.timer_events.map((e: { event_type: string }) => e.event_type), ['start_travel', 'arrive', 'start_documentation', 'complete']);
+      assert.equal(socketsC.opened(), 0, 'the follower signed in through the leader’s socket');
+      assert.equal(socketsB.open(), 1);
+      assert.equal(socketsA.open(), 0);
+      assert.equal(socketsB.open(), 1, 'the new leader holds the one socket');
+      assert.deepEqual(await call(b, 'rejections'), []);
+      assert.deepEqual(await call(b, 'failures'), []);
+      await call(b, 'close');
+    } finally {
+      await context.close();
+    }
+  });
+});
