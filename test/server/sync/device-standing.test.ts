@@ -12,7 +12,7 @@ import { eq, sql } from 'drizzle-orm';
 import { patients } from '@fieldchart/schema/db';
 import { CLOSE_CODES } from '@fieldchart/schema/sync';
 import { forEachBackend } from '../../helpers/backends.ts';
-import { helloSync, nextFeed, openSync } from '../../helpers/sync-socket.ts';
+import { helloSync, nextFeed, openSync, type SyncSocket } from '../../helpers/sync-socket.ts';
 import { startTestServer, type TestServer } from '../../helpers/test-server.ts';
 import { utcClinician } from '../visits/visit-fixtures.ts';
 
@@ -22,6 +22,17 @@ forEachBackend('sync device standing', (backend) => {
     server = await startTestServer(backend);
   });
   after(() => server.close());
+
+  /** The close code, or a failure within 10 s rather than a hung test. */
+  const closeCode = async (socket: SyncSocket) => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('the socket was not closed within 10 s')), 10_000)));
+    try {
+      return (await Promise.race([socket.closed, late])).code;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
 
   const hello = async (token: string, clientId: string, cursor: string | null) => {
     const socket = await openSync(server);
@@ -39,11 +50,11 @@ forEachBackend('sync device standing', (backend) => {
     await db.execute(sql`update sync_clients set revoked_at = now() where user_id = ${user.uuid} and client_id = ${clientId}`);
     const patientId = randomUUID();
     socket.send({ type: 'mutation', mutation_id: 1, name: 'patient.create', args: { uuid: patientId, first_name: 'Never', last_name: 'Applied' }, client_time: new Date().toISOString() });
-    assert.equal((await socket.closed).code, CLOSE_CODES.device_revoked);
+    assert.equal(await closeCode(socket), CLOSE_CODES.device_revoked);
     assert.deepEqual(await db.select({ id: patients.id }).from(patients).where(eq(patients.id, patientId)), []);
 
     const again = await hello(user.token, clientId, null);
-    assert.equal((await again.closed).code, CLOSE_CODES.device_revoked);
+    assert.equal(await closeCode(again), CLOSE_CODES.device_revoked);
     // Another device of the same user is welcome.
     const other = await helloSync(server, user.token, randomUUID());
     other.socket.close();
@@ -59,12 +70,12 @@ forEachBackend('sync device standing', (backend) => {
     const { socket } = await helloSync(server, user.token, clientId);
     const { checkpoint } = await nextFeed(socket);
     await db.execute(sql`delete from organization_members where user_id = ${user.uuid}`);
-    assert.equal((await socket.closed).code, CLOSE_CODES.scope_changed);
+    assert.equal(await closeCode(socket), CLOSE_CODES.scope_changed);
 
     const held = await hello(user.token, clientId, checkpoint);
-    assert.equal((await held.closed).code, CLOSE_CODES.organization_left);
+    assert.equal(await closeCode(held), CLOSE_CODES.organization_left);
     const held2 = await hello(user.token, clientId, checkpoint);
-    assert.equal((await held2.closed).code, CLOSE_CODES.organization_left, 'told again until it wipes');
+    assert.equal(await closeCode(held2), CLOSE_CODES.organization_left, 'told again until it wipes');
     const wiped = await helloSync(server, user.token, clientId, null);
     const { checkpoint: fresh } = await nextFeed(wiped.socket);
     wiped.socket.close();
