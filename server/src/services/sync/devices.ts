@@ -67,8 +67,6 @@ export function createDevices(deps: { db: Db; clock: Clock; audit: AuditLog }) {
   });
 
   return {
-    standingOf,
-
     /** A user's devices, first seen first. */
     async list(userRef: string): Promise<{ user: string; items: DeviceRecord[] }> {
       const user = await resolveUser(userRef);
