@@ -19,7 +19,7 @@ import { forEachBackend } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 import { API, startTestServer, type TestServer } from '../helpers/test-server.ts';
-import { createPatient, utcClinician, type User } from '../server/visits/visit-fixtures.ts';
+import { createPatient, scheduleVisit, utcClinician, type User } from '../server/visits/visit-fixtures.ts';
 import { findBytes, findTexts } from './device-bytes.ts';
 import { openClient, tempDataDir } from './support.ts';
 
@@ -153,6 +153,8 @@ forEachBackend('revoked devices wipe themselves', (backend) => {
   test('removed from the organization: the device wipes that organization’s data on its next connection, queued writes included, and syncs on with what is still its own', async () => {
     const user = await utcClinician(server);
     const own = await createPatient(server, user, { first_name: 'Own', last_name: 'Patient' });
+    const today = new Date().toISOString().slice(0, 10);
+    const ownVisit = await scheduleVisit(server, user, { patient_uuid: own.uuid, visit_date: today, start_time: '08:00' });
     const orgId = randomUUID();
     const db = server.runtime.database.db;
     await db.execute(sql`insert into organizations (id, name, type, status) values (${orgId}, ${`Lakeside ${orgId}`}, 'home_health_agency', 'active')`);
@@ -165,6 +167,7 @@ forEachBackend('revoked devices wipe themselves', (backend) => {
     try {
       await client.signIn({ email: user.email, password: user.password });
       const agency = await client.patients.create({ first_name: canary.first, last_name: 'Canary', phone: canary.phone });
+      const agencyVisit = await client.visits.schedule({ patient_uuid: agency.uuid, visit_date: today, start_time: '10:00' });
       await client.sync.whenSynced(WAIT);
       assert.deepEqual((await client.patients.list()).map((p) => p.uuid).sort(), [own.uuid, agency.uuid].sort());
       const oldKey = fs.readFileSync(path.join(dir, KEY_FILE));
@@ -178,6 +181,10 @@ forEachBackend('revoked devices wipe themselves', (backend) => {
       await eventually(async () => {
         assert.equal(client.sync.status.connected, true);
         assert.deepEqual((await client.patients.list()).map((p) => p.uuid), [own.uuid]);
+      }, WAIT);
+      await eventually(async () => {
+        assert.equal((await client.visits.get(agencyVisit.uuid)) ?? null, null, 'the organization’s visit is gone');
+        assert.equal((await client.visits.get(ownVisit))?.uuid, ownVisit, 'the clinician’s own visit is back');
       }, WAIT);
       await client.sync.whenSynced(WAIT);
       assert.equal(client.sync.status.signedIn, true, 'the session stays');
