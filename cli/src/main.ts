@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { registerAi } from './commands/ai.ts';
 import { registerAudit } from './commands/audit.ts';
 import { registerBackup } from './commands/backup.ts';
+import { registerDevice } from './commands/device.ts';
 import { registerInvitation } from './commands/invitation.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerMail } from './commands/mail.ts';
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
   registerWorker(program);
   registerMigrate(program);
   registerUser(program);
+  registerDevice(program);
   registerMail(program);
   registerOrg(program);
   registerInvitation(program);

@@ -49,6 +49,8 @@ test('the close-code table is the module, row for row', () => {
   assert.equal(shouldReconnect(CLOSE_CODES.going_away), true);
   assert.equal(shouldReconnect(CLOSE_CODES.account_disabled), false);
   assert.equal(shouldReconnect(CLOSE_CODES.superseded), false);
+  assert.equal(shouldReconnect(CLOSE_CODES.device_revoked), false);
+  assert.equal(shouldReconnect(CLOSE_CODES.organization_left), true, 'a wiped device connects again with no cursor');
 });
 
 test('malformed messages are refused: a token in the wrong place, unknown fields, a bad doc name', () => {

@@ -33,12 +33,19 @@ export function socketCarrier(conn: Connection, settleAfter: (duplicate: boolean
  * re-keyed outbox goes on under its new one). An ack here settles at the next socket's first
  * `synced`, whose feed run began after it.
  */
-export function httpCarrier(rest: RestClient, clientId: () => Promise<string>): Carrier {
+export function httpCarrier(rest: RestClient, clientId: () => Promise<string>, onRefused: (err: unknown) => void = () => {}): Carrier {
   return {
     batchBytes: HTTP_BATCH_BYTES,
     async send(batch) {
-      const { results } = await rest.sync.applyMutations({ client_id: await clientId(), protocol: PROTOCOL_VERSION, mutations: batch.map((m) => ({ ...m })) });
-      return { sent: batch.length, answers: results };
+      try {
+        const { results } = await rest.sync.applyMutations({ client_id: await clientId(), protocol: PROTOCOL_VERSION, mutations: batch.map((m) => ({ ...m })) });
+        return { sent: batch.length, answers: results };
+      } catch (err) {
+        // The engine decides whether a refusal ends the session (a revoked device); the
+        // uploader treats it as any failed send.
+        onRefused(err);
+        throw err;
+      }
     },
     settleAfter: () => null,
   };

@@ -36,7 +36,7 @@ export interface SyncStatus {
   readonly lastError: SyncError | null;
   /**
    * Why the client stopped trying, when it did: `signed_out`, `unauthorized` (sign in again),
-   * `account_disabled`, `protocol_unsupported`
+   * `account_disabled`, `device_revoked` (both: the device was wiped), `protocol_unsupported`
    * (update the app), `closed`. Null while it syncs or retries.
    */
   readonly halted: string | null;

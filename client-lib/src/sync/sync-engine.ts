@@ -9,7 +9,7 @@
  */
 import { CLOSE_CODES, PROTOCOL_VERSION, closeCodeName, type ClientMessage, type ServerMessage } from '@fieldchart/schema/sync';
 import { failureCode } from '../storage/storage-errors.ts';
-import type { FetchLike, RestClient } from '../rest/index.ts';
+import { FieldchartApiError, type FetchLike, type RestClient } from '../rest/index.ts';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
 import { platformNetwork, type NetworkStatus } from '../platform/network-status.ts';
 import type { LocalDb } from '../storage/local-db.ts';
@@ -127,7 +127,12 @@ export class SyncEngine {
       // A socket said hello under the old id: a new one says it under the new id.
       onRekeyed: () => (this.conn ? this.conn.close(CLOSE_CODES.client_reconnect, 'new client id') : this.useHttpIfBlocked()),
     });
-    this.http = httpCarrier(this.session.rest, () => clientIdOf(db));
+    this.http = httpCarrier(this.session.rest, () => clientIdOf(db), (err) => {
+      // The HTTP fallback's answer to a revoked device: the same end as the socket's 4411.
+      if (err instanceof FieldchartApiError && err.status === 403 && err.code === 'device_revoked') {
+        this.enqueue(() => this.endAndWipe('device_revoked', err.message));
+      }
+    });
     this.feed = new FeedReceiver({ db, status: this.state, events: this.events });
     this.network = opts.network === undefined ? platformNetwork() : opts.network;
     this.unwatchNetwork = this.network?.watch({ offline: () => this.wentOffline(), online: () => this.cameOnline() }) ?? (() => {});
@@ -381,9 +386,16 @@ export class SyncEngine {
         this.session.markRefused();
         return this.scheduleReconnect();
       case CLOSE_CODES.account_disabled:
-        this.state.fail('account_disabled', reason || 'the account is disabled');
-        await this.endSession('account_disabled');
-        return this.wipeDevice();
+        return this.endAndWipe('account_disabled', reason || 'the account is disabled');
+      case CLOSE_CODES.device_revoked:
+        return this.endAndWipe('device_revoked', reason || 'this device was revoked');
+      case CLOSE_CODES.organization_left:
+        // What the device holds came with an organization seat that has ended: it goes —
+        // unsynced writes and drafts too, never uploaded — and the device starts over with no
+        // cursor, under the seat the user has now. The session stays.
+        this.state.fail('organization_left', reason || 'the organization seat ended');
+        await this.wipeDevice();
+        return this.scheduleReconnect();
       case CLOSE_CODES.superseded:
         // Another install says hello with this client id (a copied data dir: a restored
         // backup, a cloned phone; the same install's own new socket never reaches here, its
@@ -424,7 +436,19 @@ export class SyncEngine {
     this.events.emit('change', { reason: 'reset' });
   }
 
-  /** The account was closed on the server (4403): nothing more is uploaded for it. A storage failure here is state, like any other in the background. */
+  /**
+   * The server ended this device's right to the data (the account disabled, 4403; the device
+   * revoked, 4411 or 403 `device_revoked` over HTTP): syncing stops — nothing more is
+   * uploaded — the session is forgotten and the device wiped.
+   */
+  private async endAndWipe(reason: 'account_disabled' | 'device_revoked', message: string): Promise<void> {
+    if (!this.running) return;
+    this.state.fail(reason, message);
+    await this.endSession(reason);
+    await this.wipeDevice();
+  }
+
+  /** The device's data goes (wipeUserData). A storage failure here is state, like any other in the background. */
   private async wipeDevice(): Promise<void> {
     try {
       await this.wipeUserData();

@@ -1,7 +1,7 @@
 import { bigint, bigserial, index, integer, jsonb, pgTable, primaryKey, text, uuid } from 'drizzle-orm/pg-core';
 import { users } from './accounts.ts';
 import { visits } from './clinical.ts';
-import { createdAt, updatedAt } from './columns.ts';
+import { createdAt, ts, updatedAt } from './columns.ts';
 
 /**
  * One row per device (client id) and user: the highest mutation id the server has processed
@@ -23,6 +23,19 @@ export const syncClients = pgTable(
      */
     failingMutationId: bigint('failing_mutation_id', { mode: 'number' }),
     failingAttempts: integer('failing_attempts').notNull().default(0),
+    /**
+     * Set by an operator (`fieldchart device revoke`): the device is refused at hello and over
+     * HTTP (4411 / 403 `device_revoked`) and its mutations are no longer applied.
+     */
+    revokedAt: ts('revoked_at'),
+    /** The last hello this device said for this user (`fieldchart device list`). */
+    lastSeenAt: ts('last_seen_at'),
+    /**
+     * The organization seat the device was last welcomed under: its synced data is that
+     * organization's until it says hello with no cursor (docs/sync-protocol.md, Leaving an
+     * organization).
+     */
+    syncedOrganizationId: uuid('synced_organization_id'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

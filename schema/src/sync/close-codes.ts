@@ -14,6 +14,13 @@ export const CLOSE_CODES = {
   auth_timeout: 4408,
   superseded: 4409,
   scope_changed: 4410,
+  /** An operator revoked this device (`fieldchart device revoke`): it wipes itself and stops. */
+  device_revoked: 4411,
+  /**
+   * The device holds data synced under an organization seat that has since ended: it wipes
+   * itself (cache, outbox, drafts, key) and connects again with no cursor.
+   */
+  organization_left: 4412,
   protocol_unsupported: 4426,
   too_many_connections: 4429,
 } as const;
@@ -30,5 +37,5 @@ export function closeCodeName(code: number): CloseCodeName | null {
 /** Whether a device should reconnect (with backoff) after the server closed with `code`. */
 export function shouldReconnect(code: number): boolean {
   const name = closeCodeName(code);
-  return name === null || !['normal', 'account_disabled', 'superseded', 'protocol_unsupported'].includes(name);
+  return name === null || !['normal', 'account_disabled', 'device_revoked', 'superseded', 'protocol_unsupported'].includes(name);
 }

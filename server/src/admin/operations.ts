@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { NotFound } from '../errors.ts';
 import { noProgress, type Progress } from '../progress.ts';
 import { clinicalOperations } from './clinical-operations.ts';
+import { deviceOperations } from './device-operations.ts';
 import { op, type Operation } from './operation.ts';
 import type { OperationContext } from './operation-context.ts';
 import { organizationOperations } from './organization-operations.ts';
@@ -39,6 +40,7 @@ export const operations = {
   ...organizationOperations,
   ...seedOperations,
   ...clinicalOperations,
+  ...deviceOperations,
 } as const;
 
 export type OperationName = keyof typeof operations;

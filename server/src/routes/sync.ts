@@ -6,7 +6,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { envelope } from '@fieldchart/schema/api';
 import { MAX_MUTATION_BYTES, restMutationsBody, restMutationsResult } from '@fieldchart/schema/sync';
-import { Unauthorized, Unavailable } from '../errors.ts';
+import { Forbidden, Unauthorized, Unavailable } from '../errors.ts';
 import { principalOf } from '../http/authentication.ts';
 import { errors, ok } from '../http/reply.ts';
 import { safeError } from '../log-safety.ts';
@@ -35,11 +35,12 @@ export const syncRoutes: FastifyPluginAsyncZod<{ hub: SyncHub; hooks: SyncHooks 
       description:
         'For a device whose network passes HTTP but not websockets: the same mutations as the sync socket (docs/sync-protocol.md), in order, exactly once per client_id and mutation_id, each answered ack, reject (in the API’s error terms), retry, failed (parked after repeated unexpected server errors), or — with protocol 2 — conflict (the id was used by another install with the same client_id). One mutation’s fault (an unknown name, invalid or oversized arguments) is its own reject, never the request’s. At most 100 per request.',
       body: restMutationsBody,
-      response: { 200: envelope(restMutationsResult), ...errors(401, 422, 503) },
+      response: { 200: envelope(restMutationsResult), ...errors(401, 403, 422, 503) },
     },
     handler: async (req) => {
       const principal = principalOf(req);
-      const { organizationId } = await hooks.scope(principal.userId, principal.sessionId);
+      const { refusal, organizationId } = await hooks.scope(principal.userId, principal.sessionId, req.body.client_id);
+      if (refusal === 'device_revoked') throw deviceRevoked();
       const device = {
         userId: principal.userId,
         sessionId: principal.sessionId,
@@ -59,7 +60,11 @@ export const syncRoutes: FastifyPluginAsyncZod<{ hub: SyncHub; hooks: SyncHooks 
         throw new Unavailable('The mutations could not be applied now; retry', 'sync_unavailable');
       }
       if (outcome.kind === 'session') throw new Unauthorized('Invalid or expired token', 'invalid_token');
+      if (outcome.kind === 'device_revoked') throw deviceRevoked();
       return ok({ last_mutation_id: outcome.lastMutationId, results: outcome.replies });
     },
   });
 };
+
+/** A revoked device (`fieldchart device revoke`): the same refusal as the socket's 4411. */
+const deviceRevoked = () => new Forbidden('This device was revoked', 'device_revoked');

@@ -39,6 +39,7 @@ import { createSubscriptions } from './subscriptions/index.ts';
 import { createThrottle } from './throttle.ts';
 import { createRequestRate } from './request-rate.ts';
 import { createUsers } from './users/users.ts';
+import { createDevices } from './sync/devices.ts';
 import { createVisitServices } from './visits/index.ts';
 
 export interface ServiceDeps {
@@ -87,6 +88,8 @@ export function createServices(deps: ServiceDeps) {
     accounts: createAccounts({ db, clock, config, sessions, throttle, idTokens: deps.idTokens, mail }),
     passwordReset: createPasswordReset({ db, clock, config, throttle, sessions, mail }),
     emailVerification: createEmailVerification({ db, clock, config, throttle, mail }),
+    /** Devices (sync clients): operators list and revoke them; the sync hub admits them. */
+    devices: createDevices({ db, clock, audit }),
     users: createUsers({ db, clock, sessions, joinRequests: organizationServices.joinRequests }),
     ...organizationServices,
     ...createVisitServices({ db, clock, phi: deps.phi, audit, settings: clinicianSettings }),

@@ -5,7 +5,14 @@
  */
 import type { CloseCodeName } from '@fieldchart/schema/sync';
 
-export type Refusal = 'invalid_token' | 'token_expired' | 'session_revoked' | 'account_disabled' | 'seat_changed';
+export type Refusal =
+  | 'invalid_token'
+  | 'token_expired'
+  | 'session_revoked'
+  | 'account_disabled'
+  | 'seat_changed'
+  | 'device_revoked'
+  | 'organization_left';
 
 /** A session's state as the sessions service answers it, as a refusal (null: live). */
 export function refusalOfSession(state: 'live' | 'revoked' | 'disabled'): Refusal | null {
@@ -18,6 +25,8 @@ const CLOSES: Record<Refusal, { readonly code: CloseCodeName; readonly text: str
   session_revoked: { code: 'unauthorized', text: 'Session revoked' },
   account_disabled: { code: 'account_disabled', text: 'Account disabled' },
   seat_changed: { code: 'scope_changed', text: 'Organization seat changed' },
+  device_revoked: { code: 'device_revoked', text: 'Device revoked' },
+  organization_left: { code: 'organization_left', text: 'Organization seat ended: wipe its data and connect again' },
 };
 
 export function closeFor(refusal: Refusal): { readonly code: CloseCodeName; readonly text: string } {

@@ -224,6 +224,9 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     const { identity } = answer;
     if (!this.host.hasRoomFor(identity.userId, message.client_id)) return this.close('too_many_connections', 'Too many open sync connections');
     if (this.state !== 'hello') return;
+    const standing = await this.host.hooks.admit(identity, message.client_id, message.cursor !== null);
+    if (standing) return this.refuse(standing);
+    if (this.state !== 'hello') return;
     this.userId = identity.userId;
     this.sessionId = identity.sessionId;
     this.clientId = message.client_id;
@@ -266,7 +269,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
   /** A revocation, disable or seat change for this user somewhere: is this socket still allowed? */
   async recheck(): Promise<void> {
     if (this.state !== 'open') return;
-    const { refusal, organizationId } = await this.host.hooks.scope(this.userId, this.sessionId);
+    const { refusal, organizationId } = await this.host.hooks.scope(this.userId, this.sessionId, this.clientId);
     if (refusal) return this.refuse(refusal);
     if (organizationId !== this.organizationId) this.refuse('seat_changed');
   }
@@ -374,6 +377,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
       this.lastBatchAt = Date.now();
     }
     if (outcome.kind === 'session') return this.refuse(refusalOfSession(outcome.state) ?? 'session_revoked');
+    if (outcome.kind === 'device_revoked') return this.refuse('device_revoked');
     this.retryingFrom = outcome.retryFrom;
     for (const reply of outcome.replies) this.send(reply);
     // Protocol 2: a `synced` whose acked_through covers this batch follows its acks, also when

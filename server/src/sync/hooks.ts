@@ -27,8 +27,16 @@ export type Authenticated = { readonly ok: true; readonly identity: SyncIdentity
 export interface SyncHooks {
   /** hello and in-band `auth`: the token verified as a bearer token, the session live, and the device's standing. */
   authenticate(token: string, clientId: string): Promise<Authenticated>;
-  /** A revocation, disable or seat change somewhere: the session's state and the user's seat now. */
-  scope(userId: string, sessionId: string): Promise<{ readonly refusal: Refusal | null; readonly organizationId: string | null }>;
+  /**
+   * hello, once the token is accepted: the device recorded as seen and judged — revoked, or
+   * holding (`holdsData`: it sent a cursor) data of an organization seat that has ended.
+   */
+  admit(identity: SyncIdentity, clientId: string, holdsData: boolean): Promise<Refusal | null>;
+  /**
+   * A revocation, disable or seat change somewhere: the session's state, the device's (with
+   * `clientId`) and the user's seat now.
+   */
+  scope(userId: string, sessionId: string, clientId?: string): Promise<{ readonly refusal: Refusal | null; readonly organizationId: string | null }>;
   /** The change feed from `cursor`; with `clientId` (protocol 2), also that device's acked_through in the same snapshot. */
   feed(userId: string, cursor: string | null, now: Date, options: FeedReadOptions): Promise<FeedResult>;
   /** A batch of one device's mutations, exactly once and in order (shared with `POST /sync/mutations`). */

@@ -67,9 +67,15 @@ export function syncHooksOf(deps: {
       };
     },
 
-    async scope(userId, sessionId) {
+    async admit(identity, clientId, holdsData) {
+      const standing = await services.devices.admit(identity.userId, clientId, holdsData, identity.organizationId);
+      return standing === 'ok' ? null : standing;
+    },
+
+    async scope(userId, sessionId, clientId) {
       const refusal = refusalOfSession(await services.sessions.state(userId, sessionId));
       if (refusal) return { refusal, organizationId: null };
+      if (clientId !== undefined && (await services.devices.isRevoked(userId, clientId))) return { refusal: 'device_revoked', organizationId: null };
       return { refusal: null, organizationId: (await services.seatOf(userId))?.organizationId ?? null };
     },
 

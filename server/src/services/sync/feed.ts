@@ -155,7 +155,12 @@ function feedFields(mode: 'diff' | 'full') {
   const changed = (t: { txid: AnyPgColumn }): SQL =>
     diff ? sql`(${t.txid} >= pg_snapshot_xmin(${p('since')}::pg_snapshot) and not pg_visible_in_snapshot(${t.txid}, ${p('since')}::pg_snapshot))` : sql`true`;
   const live = (t: { deletedAt: AnyPgColumn }): SQL | undefined => (diff ? undefined : isNull(t.deletedAt));
-  const inWindow = and(gte(visits.visitDate, p('from')), lte(visits.visitDate, p('to')));
+  // Rows made under an organization seat are that organization's: in scope only while the
+  // user holds that seat (docs/sync-protocol.md, Leaving an organization). A seat change resets
+  // the feed (the scope hash), so a diff never sees this change.
+  const seat = sql`(select ${organizationMembers.organizationId} from ${organizationMembers} where ${organizationMembers.userId} = ${user})`;
+  const ofSeat = (t: { organizationId: AnyPgColumn }): SQL => sql`(${t.organizationId} is null or ${t.organizationId} = ${seat})`;
+  const inWindow = and(gte(visits.visitDate, p('from')), lte(visits.visitDate, p('to')), ofSeat(visits));
   // Visits the window took in since the device's cursor: never written, still new to it.
   const entered = diff
     ? sql`(${visits.visitDate} >= ${p('from')}::date and ${visits.visitDate} <= ${p('to')}::date and not (${visits.visitDate} >= ${p('sinceFrom')}::date and ${visits.visitDate} <= ${p('sinceTo')}::date))`
@@ -225,7 +230,7 @@ function feedFields(mode: 'diff' | 'full') {
   const visitRows = qb
     .select({ line: visitLine.as('line') })
     .from(visits)
-    .where(and(eq(visits.ownerId, user), diff ? or(changed(visits), entered) : and(inWindow, isNull(visits.deletedAt))));
+    .where(and(eq(visits.ownerId, user), ofSeat(visits), diff ? or(changed(visits), entered) : and(inWindow, isNull(visits.deletedAt))));
   const events = qb
     .select({ line: sql<string>`${timerEvents.rowVersion} || ' ' || ${eventChange}`.as('line') })
     .from(timerEvents)
@@ -263,8 +268,8 @@ function feedFields(mode: 'diff' | 'full') {
     // Read here, not through the mutation ledger (which owns the table's writes), because it
     // must be this statement's snapshot: acked_through says what these rows reflect.
     acked: sql<string | number>`coalesce((select ${syncClients.lastMutationId} from ${syncClients} where ${syncClients.userId} = ${user} and ${syncClients.clientId} = ${p('client')}), 0)`,
-    patients: sql<string>`${agg(qb.select().from(patients).where(and(eq(patients.ownerId, user), changed(patients), live(patients))))}::text`,
-    referrals: sql<string>`${agg(qb.select().from(patientReferrals).where(and(eq(patientReferrals.ownerId, user), changed(patientReferrals), live(patientReferrals))))}::text`,
+    patients: sql<string>`${agg(qb.select().from(patients).where(and(eq(patients.ownerId, user), changed(patients), live(patients), ofSeat(patients))))}::text`,
+    referrals: sql<string>`${agg(qb.select().from(patientReferrals).where(and(eq(patientReferrals.ownerId, user), changed(patientReferrals), live(patientReferrals), ofSeat(patientReferrals))))}::text`,
     // Visits in the window and new to the device; a changed visit now outside it left the scope.
     visits: sql<string | null>`(select string_agg(t.line, E'\n') from (${visitRows}) t)`,
     events: sql<string | null>`(select string_agg(t.line, E'\n') from (${events}) t)`,

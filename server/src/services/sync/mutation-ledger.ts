@@ -54,7 +54,9 @@ export interface MutationDevice {
 
 export type BatchOutcome =
   | { readonly kind: 'applied'; readonly replies: MutationReply[]; readonly lastMutationId: number; readonly retryFrom: number | null }
-  | { readonly kind: 'session'; readonly state: 'revoked' | 'disabled' };
+  | { readonly kind: 'session'; readonly state: 'revoked' | 'disabled' }
+  /** The device was revoked: nothing of the batch was applied or counted. */
+  | { readonly kind: 'device_revoked' };
 
 export async function applyMutationBatch(
   services: Services,
@@ -69,10 +71,13 @@ export async function applyMutationBatch(
     const where = and(eq(syncClients.userId, device.userId), eq(syncClients.clientId, device.clientId));
     await tx.insert(syncClients).values({ userId: device.userId, clientId: device.clientId }).onConflictDoNothing();
     const [client] = await tx
-      .select({ last: syncClients.lastMutationId, failingId: syncClients.failingMutationId, failingAttempts: syncClients.failingAttempts })
+      .select({ last: syncClients.lastMutationId, failingId: syncClients.failingMutationId, failingAttempts: syncClients.failingAttempts, revokedAt: syncClients.revokedAt })
       .from(syncClients)
       .where(where)
       .for('update');
+    // Under the row lock a revocation also takes: a batch that waited for it sees it, so no
+    // mutation of a revoked device is applied after the revocation commits.
+    if (client?.revokedAt) return { kind: 'device_revoked' };
     let last = client?.last ?? 0;
     let failing = { id: client?.failingId ?? null, attempts: client?.failingAttempts ?? 0 };
     let retryFrom: number | null = null;
