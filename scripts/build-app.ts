@@ -90,6 +90,13 @@ export async function buildFieldApp(outDir: string = path.join(APP, 'dist')): Pr
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   const outArg = process.argv.indexOf('--outdir');
-  const built = await buildFieldApp(outArg > 0 && process.argv[outArg + 1] ? path.resolve(process.argv[outArg + 1]!) : undefined);
-  process.stdout.write(`built the field app in ${path.relative(process.cwd(), built.dir) || '.'} (${(built.codeGzipBytes / 1024).toFixed(0)} KiB gzipped without PGlite's WASM)\n`);
+  try {
+    const built = await buildFieldApp(outArg > 0 && process.argv[outArg + 1] ? path.resolve(process.argv[outArg + 1]!) : undefined);
+    process.stdout.write(`built the field app in ${path.relative(process.cwd(), built.dir) || '.'} (${(built.codeGzipBytes / 1024).toFixed(0)} KiB gzipped without PGlite's WASM)\n`);
+  } catch (err) {
+    // `npm start` builds the app first (prestart): a failed app build must not keep the API from
+    // starting, so there it is a warning (--or-warn): /app serves an earlier build or answers 404.
+    if (!process.argv.includes('--or-warn')) throw err;
+    process.stderr.write(`warning: the field app was not built (${err instanceof Error ? err.message : String(err)}); /app serves an earlier build, or answers 404\n`);
+  }
 }
