@@ -9,6 +9,7 @@ import { debounce, h, messageOf, replace } from '../dom.ts';
 import { clockTime, EVENT_LABEL, patientName, receiptLabel, startTime, STATUS_LABEL } from '../format.ts';
 import { currentFix } from '../geo.ts';
 import { bindTextarea } from '../text-binding.ts';
+import { dictationSection } from './dictation.ts';
 
 const SECTION_LABEL: Record<SoapSection, string> = { subjective: 'Subjective', objective: 'Objective', assessment: 'Assessment', plan: 'Plan' };
 type EventType = keyof typeof EVENT_LABEL;
@@ -110,6 +111,9 @@ export async function openVisitScreen(client: FieldchartClient, main: HTMLElemen
     return h('div', { class: 'field' }, h('label', { for: `soap-${s}` }, SECTION_LABEL[s]), area);
   });
 
+  const dictation = dictationSection(client, uuid, doc);
+  cleanups.push(dictation.close);
+
   const submitMsg = h('p', { id: 'submit-message', role: 'status', class: 'hint' });
   const submit = h('button', { type: 'button', id: 'submit-note' }, 'Submit note');
   submit.addEventListener('click', () => {
@@ -162,6 +166,7 @@ export async function openVisitScreen(client: FieldchartClient, main: HTMLElemen
     h('section', { 'aria-labelledby': 'timer-title' }, h('h2', { id: 'timer-title' }, 'Visit timer'), h('div', { class: 'buttons' }, ...timerButtons), timerMsg, eventsEl),
     mileageForm,
     h('section', { 'aria-labelledby': 'draft-title' }, h('h2', { id: 'draft-title' }, 'SOAP note'), ...sections),
+    dictation.element,
     h('section', { 'aria-labelledby': 'checklist-title' }, h('h2', { id: 'checklist-title' }, 'Checklist gaps'), gapsEl),
     h('section', { 'aria-labelledby': 'submit-title' }, h('h2', { id: 'submit-title', class: 'visually-hidden' }, 'Submit'), submit, submitMsg),
   );
