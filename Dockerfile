@@ -22,6 +22,9 @@ COPY scripts scripts
 COPY schema schema
 COPY server server
 COPY cli cli
+# The field app (served at /app) is built with the client library's sources.
+COPY client-lib client-lib
+COPY app app
 # The workspaces are bundled into dist/; their links would point at sources not copied below.
 RUN npm run build \
  && npm prune --omit=dev --no-audit --no-fund \

@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { buildFieldApp } from './build-app.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // `--outdir <dir>` (tests build elsewhere); it must lie inside the checkout, so that the
@@ -63,8 +64,10 @@ for (const program of programs) {
   if (usedDev.size > 0) throw new Error(`${program.name} imports devDependencies: ${[...usedDev].join(', ')}`);
 }
 
+// The field app's static files, found by the server beside its bundle (server/src/http/field-app.ts).
+await buildFieldApp(path.join(out, 'app'));
 fs.cpSync(path.join(root, 'server/migrations'), path.join(out, 'migrations'), { recursive: true });
 // The CLI reads its version from ../package.json; "type": "module" makes the bundles ESM.
 fs.writeFileSync(path.join(out, 'package.json'), `${JSON.stringify({ name: 'fieldchart-dist', version: pkg.version, private: true, type: 'module' }, null, 2)}\n`);
 const shown = path.relative(root, out) || '.';
-process.stdout.write(`built ${programs.map((p) => `${shown}/${p.name}/main.js`).join(', ')} and ${shown}/migrations\n`);
+process.stdout.write(`built ${programs.map((p) => `${shown}/${p.name}/main.js`).join(', ')}, ${shown}/app and ${shown}/migrations\n`);

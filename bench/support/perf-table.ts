@@ -136,6 +136,17 @@ export function figuresOf(result: Json): Figure[] {
       return list(result.results)
         .filter((r) => typeof r.sealedMs === 'number')
         .map((r) => row(`${str(r.name)}, AES-256-GCM device key`, ms(num(r.sealedMs)), `no encryption, same run ${ms(num(r.plainMs))}`, `${x(num(r.ratio))} time`));
+    case 'app-cold-start': {
+      const starts = list(result.results);
+      const base = starts.find((r) => r.start === 'static list');
+      const bundle = (result.bundle ?? {}) as Json;
+      return [
+        ...starts
+          .filter((r) => r !== base)
+          .map((r) => row(`field app to first visit list (${fmt(num(result.visitsListed), 0)} visits), ${str(r.start)}, median`, ms(num(r.medianMs)), `static page with the same list ${ms(num(base?.medianMs))}`, `${x(num(r.ratioToStatic))} time`)),
+        row('field app JS + CSS, gzip (PGlite WASM and data apart)', `${fmt(num(bundle.gzipBytes) / 1024, 0)} KiB`, 'none (size)', '—'),
+      ];
+    }
     case 'ai-structurer':
       return list(result.rows).map((r) => row(`${str(r.name)} p50`, ms(num(r.p50_ms)), 'none (absolute; aim < 1 s per note)', '—'));
     default: {

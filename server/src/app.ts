@@ -14,6 +14,7 @@ import type { Config } from './config.ts';
 import { API_PREFIX } from './http/api-prefix.ts';
 import { authentication } from './http/authentication.ts';
 import { databaseGate } from './http/database-gate.ts';
+import { defaultFieldAppDir, fieldApp } from './http/field-app.ts';
 import { probePostgres, PROBE_TIMEOUT_MS } from './db/reachability.ts';
 import { installErrorHandling, sendFrameworkError, writeClientError } from './http/error-handler.ts';
 import { idempotency } from './http/idempotency.ts';
@@ -243,6 +244,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' }, staticCSP: true });
 
   await app.register(healthRoutes, { probe: opts.probe, workerExpected: config.worker.enabled });
+
+  const fieldAppDir = config.fieldAppDir ?? defaultFieldAppDir();
+  if (fieldAppDir) await app.register(fieldApp, { dir: fieldAppDir });
+  else app.log.warn('the field app is not built (npm run build:app): /app answers 404');
 
   await app.register(
     async (api) => {

@@ -30,6 +30,8 @@ const envSchema = z.object({
     .optional(),
   DATABASE_POOL_SIZE: int(10, 1),
   FIELDCHART_DATA_DIR: z.string().min(1).default('./.fieldchart'),
+  /** The built field app served at /app (scripts/build-app.ts); unset: dist/app or app/dist. */
+  FIELD_APP_DIR: z.string().min(1).optional(),
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: int(3000, 0).pipe(z.number().max(65535)),
   TRUST_PROXY: bool(false),
@@ -189,6 +191,8 @@ export interface Config {
   readonly tls: { readonly certFile: string; readonly keyFile: string } | null;
   /** /metrics: `token` serves it on the API port to its bearers; `listen` on an address of its own. */
   readonly metrics: { readonly token: string | null; readonly listen: { readonly host: string; readonly port: number } | null };
+  /** The built field app's directory (FIELD_APP_DIR); null: look for it where the builds put it. */
+  readonly fieldAppDir: string | null;
   /** Origins allowed to call the API from a browser (CORS); empty: none. */
   readonly corsOrigins: readonly string[];
   /** Send Strict-Transport-Security: TLS terminated here, or APP_URL is https (a TLS proxy in front). */
@@ -439,6 +443,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     port: e.PORT,
     trustProxy: e.TRUST_PROXY,
     corsOrigins: e.CORS_ORIGINS,
+    fieldAppDir: e.FIELD_APP_DIR ? path.resolve(e.FIELD_APP_DIR) : null,
     metrics: { token: e.METRICS_TOKEN ?? null, listen: e.METRICS_PORT === undefined ? null : { host: e.METRICS_HOST, port: e.METRICS_PORT } },
     hsts: Boolean(e.TLS_CERT_FILE && e.TLS_KEY_FILE) || e.APP_URL.startsWith('https://'),
     tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE } : null,

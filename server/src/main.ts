@@ -3,6 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { API_PREFIX } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { DataDirBusy } from './db/data-dir-lock.ts';
+import { FIELD_APP_PREFIX } from './http/field-app.ts';
 import { startRuntime } from './runtime.ts';
 
 /** `npm start`: the server on the configured database, until SIGTERM or SIGINT. */
@@ -30,7 +31,7 @@ export async function serve(env: Record<string, string | undefined> = process.en
   const rt = runtime;
   rt.app.log.info(
     { database: config.database.kind, dataDir: config.dataDir, worker: config.worker.enabled },
-    `Fieldchart listening on ${rt.url} (API at ${rt.url}${API_PREFIX}, docs at ${rt.url}/docs)`,
+    `Fieldchart listening on ${rt.url} (field app at ${rt.url}${FIELD_APP_PREFIX}, API at ${rt.url}${API_PREFIX}, docs at ${rt.url}/docs)`,
   );
   let stopping = false;
   const stop = (signal: string) => {

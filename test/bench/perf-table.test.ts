@@ -63,6 +63,26 @@ test('each bench result gives its figures beside the same run’s baseline', () 
   });
 });
 
+test('the field app cold start: each start beside the static list of the same run, and the bundle size', () => {
+  const rows = figuresOf({
+    bench: 'app-cold-start',
+    backend: 'pglite',
+    visitsListed: 6,
+    results: [
+      { start: 'static list', medianMs: 55.3, ratioToStatic: 1 },
+      { start: 'app offline', medianMs: 4979.8, ratioToStatic: 90.05 },
+    ],
+    bundle: { bytes: 852994, gzipBytes: 244582 },
+  });
+  assert.deepEqual(
+    rows.map((r) => [r.measure, r.figure, r.baseline, r.ratio]),
+    [
+      ['field app to first visit list (6 visits), app offline, median', '4,979.8 ms', 'static page with the same list 55.3 ms', '90.05× time'],
+      ['field app JS + CSS, gzip (PGlite WASM and data apart)', '239 KiB', 'none (size)', '—'],
+    ],
+  );
+});
+
 test('the table replaces only what is between its markers, and is appended once when absent', () => {
   const table = performanceTable([reconcile, restFloor], 'test machine');
   assert.match(table, /\| sync-reconcile \| pglite \| 10,000 queued mutations/);

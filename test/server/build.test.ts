@@ -1,6 +1,7 @@
 /**
  * `npm run build`: the server and the CLI compiled to JavaScript run on plain node (no
- * TypeScript loader), find their migrations, serve /healthz, and stop on SIGTERM.
+ * TypeScript loader), find their migrations, serve /healthz and the field app (dist/app), and
+ * stop on SIGTERM.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -39,6 +40,25 @@ test('the built server and CLI run on plain node', async () => {
   const ready = await fetch(`${url}/readyz`);
   assert.equal(ready.status, 200);
   await ready.arrayBuffer();
+  // The field app, found beside the server bundle: the page revalidated, its bundle immutable.
+  const redirect = await fetch(`${url}/app`, { redirect: 'manual' });
+  assert.equal(redirect.status, 301);
+  assert.equal(redirect.headers.get('location'), '/app/');
+  const page = await fetch(`${url}/app/`);
+  assert.equal(page.status, 200);
+  assert.equal(page.headers.get('cache-control'), 'no-cache');
+  assert.match(page.headers.get('content-security-policy') ?? '', /script-src 'self' 'wasm-unsafe-eval'/);
+  const script = /src="(app-[0-9a-f]{12}\.js)"/.exec(await page.text())?.[1];
+  assert.ok(script, 'the page names its bundle');
+  const bundle = await fetch(`${url}/app/${script}`, { headers: { 'accept-encoding': 'gzip' } });
+  assert.equal(bundle.status, 200);
+  assert.equal(bundle.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+  assert.equal(bundle.headers.get('content-encoding'), 'gzip');
+  await bundle.arrayBuffer();
+  const unknown = await fetch(`${url}/app/nothing-here.js`);
+  assert.equal(unknown.status, 404);
+  assert.equal(unknown.headers.get('cache-control'), 'no-store');
+  await unknown.arrayBuffer();
   // No loader in the process: `node <entry>` and nothing else.
   assert.deepEqual(server.child.spawnargs.slice(1), [serverEntry]);
 

@@ -111,11 +111,12 @@ forEachBackend('API description and health', (backend) => {
     // The stores' notification webhooks are called by Apple and Google Pub/Sub, not by apps:
     // docs/subscriptions.md describes them. The tus endpoint (/uploads) speaks the tus protocol,
     // described by docs/audio.md. CORS preflights (`OPTIONS *`) are answered by @fastify/cors
-    // (docs/operations.md).
+    // (docs/operations.md). The field app's static files (/app, when built) are a web app, not
+    // operations (docs/field-app.md).
     const storeWebhooks = [`post ${API}/subscription/notifications/apple`, `post ${API}/subscription/notifications/google`];
     assert.ok(storeWebhooks.every((r) => registered.has(r)), 'the store webhooks are registered');
     const expected = [...registered]
-      .filter((r) => r !== 'options *' && !/^\w+ \/docs(\/|$)/.test(r) && r !== `get ${API}/openapi.json` && r !== `get ${API}/sync` && !storeWebhooks.includes(r) && !r.startsWith(`post ${API}/uploads`) && !new RegExp(`^\\w+ ${API}/uploads/`).test(r) && !r.startsWith(`options ${API}/uploads`))
+      .filter((r) => r !== 'options *' && !/^\w+ \/docs(\/|$)/.test(r) && !/^\w+ \/app(\/|\*|$)/.test(r) && r !== `get ${API}/openapi.json` && r !== `get ${API}/sync` && !storeWebhooks.includes(r) && !r.startsWith(`post ${API}/uploads`) && !new RegExp(`^\\w+ ${API}/uploads/`).test(r) && !r.startsWith(`options ${API}/uploads`))
       .sort();
     assert.ok(expected.length >= SPEC_ROUTES.length, `route tree not understood:\n${server.runtime.app.printRoutes({ commonPrefix: false })}`);
     const documented = operations(doc.paths)

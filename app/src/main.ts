@@ -1,0 +1,84 @@
+/**
+ * The field app: a PWA on `@fieldchart/client`. Everything it shows is read from the device
+ * database (IndexedDB), so it opens and works offline; the service worker keeps the app's own
+ * files. Screens: sign-in, the visit list (`#/`) and a visit (`#/visit/<uuid>`).
+ */
+import { createFieldchartClient, type FieldchartClient } from '@fieldchart/client';
+import { debounce, h, messageOf, replace } from './dom.ts';
+import { signInView } from './views/sign-in.ts';
+import { mountStatus } from './views/status-line.ts';
+import { renderVisitList } from './views/visit-list.ts';
+import { openVisitScreen, type VisitScreen } from './views/visit-screen.ts';
+
+/** The device database's name: one per origin, like the app itself. */
+const DATA_DIR = 'idb://fieldchart-app';
+
+function el(id: string): HTMLElement {
+  const found = document.getElementById(id);
+  if (!found) throw new Error(`#${id} missing from index.html`);
+  return found;
+}
+
+async function registerServiceWorker(): Promise<void> {
+  if (!('serviceWorker' in navigator)) return;
+  // Offline the worker cannot be checked for an update; the installed one keeps serving.
+  await navigator.serviceWorker.register('./sw.js', { scope: './' }).catch(() => undefined);
+}
+
+function start(client: FieldchartClient): void {
+  const main = el('main');
+  const signOut = el('sign-out') as HTMLButtonElement;
+  let screen: VisitScreen | null = null;
+  let showing: 'sign-in' | 'list' | 'visit' = 'list';
+
+  async function route(): Promise<void> {
+    screen?.close();
+    screen = null;
+    if (!client.sync.status.signedIn) {
+      showing = 'sign-in';
+      signOut.hidden = true;
+      replace(main, signInView(client, () => void route()));
+      main.setAttribute('data-rendered', 'sign-in');
+      return;
+    }
+    signOut.hidden = false;
+    const visit = /^#\/visit\/([0-9a-f-]{36})$/.exec(location.hash)?.[1];
+    if (visit) {
+      showing = 'visit';
+      screen = await openVisitScreen(client, main, visit);
+    } else {
+      showing = 'list';
+      await renderVisitList(client, main);
+    }
+  }
+  const show = () => route().catch((err: unknown) => replace(main, h('p', { class: 'error', role: 'alert' }, messageOf(err))));
+
+  // The list re-reads when sync brings or confirms something; a visit screen updates itself.
+  const refreshList = debounce(() => {
+    if (showing === 'list') void renderVisitList(client, main).catch(() => undefined);
+  }, 150);
+  client.sync.on('change', refreshList);
+  client.sync.on('status', (s) => {
+    if (!s.signedIn && showing !== 'sign-in') show();
+  });
+  window.addEventListener('hashchange', show);
+  signOut.addEventListener('click', () => {
+    client.signOut().then(show, () => {
+      if (window.confirm('Some changes are only on this phone. Sign out and discard them?')) void client.signOut({ force: true }).then(show);
+    });
+  });
+  mountStatus(client, el('sync-status'), el('offline-banner'));
+  show();
+}
+
+async function boot(): Promise<void> {
+  void registerServiceWorker();
+  try {
+    const client = await createFieldchartClient({ baseUrl: location.origin, dataDir: DATA_DIR });
+    start(client);
+  } catch (err) {
+    replace(el('main'), h('p', { class: 'error', role: 'alert' }, `This phone's storage could not be opened: ${messageOf(err)}`));
+  }
+}
+
+void boot();

@@ -1,0 +1,112 @@
+/**
+ * The field app's dictation in Chromium: the microphone is Chromium's fake capture device
+ * playing a WAV of spoken words (espeak-ng), the app records it as WAV, uploads it to
+ * POST /ai/process-audio, follows the run, and shows the generated note section by section;
+ * accepting a section adds it to the draft, which reaches the server's copy. The speech-to-text
+ * service is the local stand-in of its OpenAI-compatible protocol, scripted with the words.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { chromium, type Browser } from 'playwright-core';
+import { buildFieldApp } from '../../scripts/build-app.ts';
+import { forEachBackend } from '../helpers/backends.ts';
+import { browserMissing, CHROMIUM, CHROMIUM_ARGS } from '../helpers/browser-page.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { spokenWav } from '../server/ai/pipeline/pipeline-fixtures.ts';
+import { startSttStandIn, verboseJson, type SttStandIn } from '../server/ai/pipeline/stt-stand-in.ts';
+import { createPatient, scheduleVisit, utcClinician } from '../server/visits/visit-fixtures.ts';
+
+const missing = browserMissing();
+if (missing) console.log(`# browser tests skipped: ${missing}`);
+const TEST = { skip: missing ?? false, timeout: 300_000 };
+const WORDS = 'Patient reports knee pain three out of ten. Plan: continue home exercises twice daily.';
+
+let appDir: string;
+let wavFile: string;
+let browser: Browser;
+before(async () => {
+  if (missing) return;
+  appDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-app-'));
+  await buildFieldApp(appDir);
+  wavFile = path.join(appDir, 'dictation.wav');
+  fs.writeFileSync(wavFile, spokenWav(WORDS, 'field-app-dictation'));
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    timeout: 120_000,
+    args: [...CHROMIUM_ARGS, '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream', `--use-file-for-fake-audio-capture=${wavFile}`],
+  });
+});
+after(async () => {
+  await browser?.close();
+  if (appDir) fs.rmSync(appDir, { recursive: true, force: true });
+});
+
+forEachBackend('the field app: dictation and the AI suggestion', (backend) => {
+  let server: TestServer;
+  let stt: SttStandIn;
+  before(async () => {
+    if (missing) return;
+    stt = await startSttStandIn();
+    stt.script({ status: 200, json: verboseJson([{ start: 0, end: 3, text: 'Patient reports knee pain three out of ten.' }, { start: 3, end: 6, text: 'Plan: continue home exercises twice daily.' }]) });
+    server = await startTestServer(backend, { env: { FIELD_APP_DIR: appDir, STT_URL: stt.url, STT_API_KEY: 'sk-local' } });
+  });
+  after(async () => {
+    await server?.close();
+    await stt?.close();
+  });
+
+  test('record, upload, see the suggestion by section, add one to the draft', TEST, async () => {
+    const day = new Date().toISOString().slice(0, 10);
+    const user = await utcClinician(server);
+    const patient = await createPatient(server, user, { referral: { discipline: 'PT' } });
+    const visitId = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: day, start_time: '09:00' });
+    const context = await browser.newContext({ viewport: { width: 412, height: 860 } });
+    try {
+      await context.grantPermissions(['microphone'], { origin: server.url });
+      const page = await context.newPage();
+      page.setDefaultTimeout(90_000);
+      const pageErrors: string[] = [];
+      page.on('pageerror', (e) => pageErrors.push(e.message));
+      await page.goto(`${server.url}/app/`);
+      await page.getByLabel('Email').fill(user.email);
+      await page.getByLabel('Password').fill(user.password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.locator(`[data-visit="${visitId}"] a`).click();
+      await page.locator('main[data-rendered="visit"]').waitFor();
+
+      await page.getByRole('button', { name: 'Record dictation' }).click();
+      // Two seconds of the fake microphone, as the app counts them: the stand-in decides the
+      // words, but the server still checks the file is audio with a duration (ffprobe) and
+      // normalises it (ffmpeg).
+      await page.locator('#dictation-message', { hasText: /Recording… [2-9] s/ }).waitFor();
+      await page.getByRole('button', { name: 'Stop recording' }).click();
+      await page.locator('.suggestion[data-section="subjective"]').waitFor();
+      assert.equal(stt.requests.length, 1, 'one upload reached speech-to-text');
+      assert.ok((stt.requests[0]?.file?.bytes ?? 0) > 1000, 'a real recording was sent');
+
+      await page.locator('[data-accept="subjective"]').click();
+      await eventually(async () => assert.match(await page.getByLabel('Subjective').inputValue(), /knee pain/i), { timeoutMs: 10_000, intervalMs: 100 });
+      assert.equal(await page.getByLabel('Plan').inputValue(), '', 'a section is added only when accepted');
+      assert.ok(await page.locator('[data-accept="subjective"]').isDisabled());
+      // The accepted text is the draft's: it reaches the server's copy, which a submission takes.
+      await page.getByLabel('Objective').fill('Gait steady.');
+      await page.getByLabel('Assessment').fill('Improving.');
+      await page.getByLabel('Plan').fill('Continue.');
+      await page.getByRole('button', { name: 'Submit note' }).click();
+      const note = await eventually(async () => {
+        const res = await server.api('GET', `/visit-details/${visitId}`, { token: user.token });
+        assert.equal(res.body.data.status, 'completed');
+        return res.body.data.soap_note;
+      }, { timeoutMs: 60_000, intervalMs: 250 });
+      assert.match(note.subjective, /knee pain/i);
+      assert.deepEqual(pageErrors, []);
+    } finally {
+      await context.close();
+    }
+  });
+});
