@@ -30,11 +30,17 @@ export function meterMutations(runner: MutationRunner, metrics: SyncMetrics | un
   };
   const { runSet } = runner;
   if (!runSet) return one;
-  // A set that comes back null is applied again one by one (and counted there).
+  // A set that comes back null, or whose writes fail, is applied again one by one (and counted there).
   const set: MutationSetRunner = async (ctx, mutations) => {
-    const results = await runSet(ctx, mutations);
-    if (results) for (const m of mutations) metrics.mutation(m.name, 'applied');
-    return results;
+    const plan = await runSet(ctx, mutations);
+    if (!plan) return null;
+    return {
+      results: plan.results,
+      async write() {
+        await plan.write();
+        for (const m of mutations) metrics.mutation(m.name, 'applied');
+      },
+    };
   };
   return Object.assign(one, { runSet: set });
 }

@@ -17,3 +17,20 @@ export interface BatchPlan<R> {
 
 /** Rows handed to PostgreSQL as one jsonb parameter (`jsonb_to_recordset`): one statement, one parameter. */
 export const recordset = (rows: readonly object[]): string => JSON.stringify(rows);
+
+/**
+ * Waits for every statement issued together, then throws the first failure: once one has
+ * failed the others fail too (the transaction is aborted), and the transaction must not end
+ * while some are still in flight.
+ */
+export async function allSettled<T extends readonly unknown[]>(work: readonly [...{ [K in keyof T]: Promise<T[K]> }]): Promise<T> {
+  const outcomes = await Promise.allSettled(work);
+  const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+  if (failed) throw failed.reason;
+  return outcomes.map((o) => (o as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}
+
+/** `allSettled` of writes whose values nobody reads. */
+export async function settled(writes: ReadonlyArray<Promise<unknown>>): Promise<void> {
+  await allSettled(writes);
+}

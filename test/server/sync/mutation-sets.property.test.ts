@@ -78,12 +78,17 @@ forEachBackend('sync: mutation sets and one-by-one give the same answers and row
     const setApplied = new Map<string, number>();
     const setBased: MutationRunner = Object.assign((...a: Parameters<MutationRunner>) => real(...a), {
       runSet: (async (ctx, set) => {
-        const r = await real.runSet?.(ctx, set);
-        if (r) {
-          setsApplied++;
-          for (const m of set) setApplied.set(m.name, (setApplied.get(m.name) ?? 0) + 1);
-        }
-        return r ?? null;
+        const plan = await real.runSet?.(ctx, set);
+        if (!plan) return null;
+        // Counted once written: a set whose statement fails is applied again one by one.
+        return {
+          results: plan.results,
+          async write() {
+            await plan.write();
+            setsApplied++;
+            for (const m of set) setApplied.set(m.name, (setApplied.get(m.name) ?? 0) + 1);
+          },
+        };
       }) satisfies NonNullable<MutationRunner['runSet']>,
     });
     const oneByOne: MutationRunner = (...a) => real(...a);
@@ -159,6 +164,76 @@ forEachBackend('sync: mutation sets and one-by-one give the same answers and row
     );
     console.log(`# ${backend.name}: ${setsApplied} sets applied set-based: ${JSON.stringify(Object.fromEntries(setApplied))}`);
     for (const name of ['visit.timer_events', 'visit.mileage', 'patient.create']) assert.ok((setApplied.get(name) ?? 0) > 0, `some ${name} went through a set`);
+  });
+
+  test('a set whose statement fails is lost whole and the batch applied again one by one: every mutation once, nothing of the first try kept', async () => {
+    const { services } = server.runtime;
+    const log = server.runtime.app.log;
+    const real = createMutationRunner({ services, sectionsOf: async () => null });
+    const writes: string[] = [];
+    // The set's own statements, then one the database refuses (a NUL byte in text) in the same
+    // pipeline, as a value refused by a constraint would: the set's rows are written, then lost.
+    const runner: MutationRunner = Object.assign((...a: Parameters<MutationRunner>) => real(...a), {
+      runSet: (async (ctx, set) => {
+        const plan = await real.runSet?.(ctx, set);
+        if (!plan) return null;
+        return {
+          results: plan.results,
+          write: async () => {
+            const own = plan.write();
+            const refused = services.unitOfWork.db.execute(sql`select ${'a\u0000b'}::text`);
+            const outcomes = await Promise.allSettled([own, refused]);
+            writes.push(outcomes.map((o) => o.status).join(' '));
+            for (const o of outcomes) if (o.status === 'rejected') throw o.reason;
+          },
+        };
+      }) satisfies NonNullable<MutationRunner['runSet']>,
+    });
+    const user = await utcClinician(server);
+    const patient = await createPatient(server, user);
+    const visit = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: '2026-11-20', start_time: '08:00' });
+    const claims = await services.accessTokens.verify(user.token, clock.now());
+    assert.ok(claims);
+    const device: MutationDevice = { userId: user.uuid, sessionId: claims.sessionId, clientId: randomUUID(), organizationId: null, requestIdPrefix: `fallback-${randomUUID().slice(0, 8)}`, protocol: 2 };
+    const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString();
+    const event = (event_type: string, minutes: number) => ({ schedule_uuid: visit, events: [{ event_type, event_time: at(minutes), latitude: 41.9, longitude: -87.6, accuracy: 8 }] });
+    const created = [randomUUID(), randomUUID()];
+    const create = (uuid: string) => ({ uuid, referral_uuid: randomUUID(), first_name: 'Fall', last_name: 'Back', referral: { discipline: 'PT', diagnosis_codes: ['M17.11'] } });
+    const batch: MutationMessage[] = [
+      ['visit.timer_events', event('start_travel', 0)],
+      ['visit.mileage', { uuid: visit, mileage: { total_miles: 3.5, recorded_at: at(5) } }],
+      ['patient.create', create(created[0] as string)],
+      ['visit.timer_events', event('arrive', 10)],
+      ['patient.create', create(created[1] as string)],
+    ].map(([name, args], i) => ({ type: 'mutation', mutation_id: i + 1, name: name as string, args: args as Record<string, unknown>, client_time: at(0) }));
+
+    const first = await applyMutationBatch(services, runner, device, batch, log);
+    assert.equal(first.kind, 'applied');
+    assert.deepEqual(writes, ['fulfilled rejected'], 'the set was planned, written, and lost with the refused statement');
+    const answers = first.kind === 'applied' ? first.replies.map((r) => `${r.mutation_id} ${r.type}`) : [];
+    assert.deepEqual(answers, ['1 ack', '2 ack', '3 ack', '4 ack', '5 ack']);
+    if (first.kind === 'applied') assert.equal(first.lastMutationId, 5);
+
+    const counts = async () =>
+      (
+        await select(sql`
+          select (select count(*)::int from timer_events where visit_id = ${visit}) as events,
+            (select count(*)::int from visit_mileage where visit_id = ${visit}) as mileage,
+            (select count(*)::int from patients where id in ${created}) as patients,
+            (select count(*)::int from audit_log where request_id like ${`${device.requestIdPrefix}:%`} and outcome = 'success') as audits,
+            (select count(*)::int from sync_mutation_digests where client_id = ${device.clientId}) as digests,
+            (select last_mutation_id::int from sync_clients where client_id = ${device.clientId}) as last`)
+      )[0];
+    const expected = { events: 2, mileage: 1, patients: 2, audits: 5, digests: 5, last: 5 };
+    assert.deepEqual(await counts(), expected);
+
+    // The same batch again (a lost answer): acknowledged as duplicates, nothing applied twice.
+    const again = await applyMutationBatch(services, runner, device, batch, log);
+    assert.equal(again.kind, 'applied');
+    const replayed = again.kind === 'applied' ? again.replies.map((r) => `${r.mutation_id} ${r.type}`) : [];
+    assert.deepEqual(replayed, ['1 ack', '2 ack', '3 ack', '4 ack', '5 ack']);
+    assert.deepEqual(await counts(), expected);
+    assert.equal(writes.length, 1, 'a replay plans no set');
   });
 
   /** Ids of one side replaced by their abstract names, so the two sides compare. */

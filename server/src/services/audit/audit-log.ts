@@ -77,20 +77,25 @@ export function createAuditLog(deps: { db: Db; clock: Clock; durably?: (write: (
      */
     async recordSucceeded(tx: Db, entries: ReadonlyArray<{ readonly ctx: AuditContext; readonly entry: AuditEntry }>): Promise<void> {
       if (entries.length === 0) return;
-      const at = clock.now();
-      await tx.insert(auditLog).values(
-        entries.map(({ ctx, entry }) => ({
-          at,
-          actorUserId: ctx.actorUserId,
-          organizationId: ctx.organizationId,
-          action: entry.action,
-          resourceType: entry.resourceType,
-          resourceId: entry.resourceId ?? null,
-          outcome: 'success',
-          requestId: ctx.requestId,
-          details: entry.details ?? {},
-        })),
-      );
+      const at = clock.now().toISOString();
+      // One jsonb parameter rather than ten per row (the driver's encoding of a thousand
+      // parameters cost more than the insert); rows go in in order, so the chain does too.
+      const rows = entries.map(({ ctx, entry }) => ({
+        actor_user_id: ctx.actorUserId,
+        organization_id: ctx.organizationId,
+        action: entry.action,
+        resource_type: entry.resourceType,
+        resource_id: entry.resourceId ?? null,
+        request_id: ctx.requestId,
+        details: entry.details ?? {},
+      }));
+      await tx.execute(sql`
+        insert into ${auditLog} (at, actor_user_id, organization_id, action, resource_type, resource_id, outcome, request_id, details)
+        select ${at}::timestamptz, x.actor_user_id, x.organization_id, x.action, x.resource_type, x.resource_id, 'success', x.request_id, x.details
+        from rows from (jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as (
+          actor_user_id uuid, organization_id uuid, action text, resource_type text, resource_id text, request_id text, details jsonb))
+          with ordinality as x(actor_user_id, organization_id, action, resource_type, resource_id, request_id, details, n)
+        order by x.n`);
     },
 
     /**

@@ -14,7 +14,7 @@ import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
 import type { ClinicianContext } from '../../http/audit-context.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
-import type { BatchPlan } from '../batch-plan.ts';
+import { allSettled, settled, type BatchPlan } from '../batch-plan.ts';
 import { createdFields, newPatientRows } from './new-patient.ts';
 
 export interface PatientCreateItem {
@@ -32,14 +32,14 @@ export function createPatientsBatch(deps: { clock: Clock; phi: PhiCrypto }) {
       if (items.length === 0) return { results: [], audits: [], write: async () => {} };
       const ids = items.map((i) => ({ id: i.uuid ?? randomUUID(), referralId: i.referral_uuid ?? randomUUID(), named: Boolean(i.uuid || i.referral_uuid) }));
       const named = ids.filter((i) => i.named);
-      const takenPatients = new Set(
-        named.length === 0 ? [] : (await tx.select({ id: patients.id }).from(patients).where(inArray(patients.id, named.map((i) => i.id)))).map((r) => r.id),
-      );
-      const takenReferrals = new Set(
+      const [patientsTaken, referralsTaken] = await allSettled([
+        named.length === 0 ? Promise.resolve([]) : tx.select({ id: patients.id }).from(patients).where(inArray(patients.id, named.map((i) => i.id))).execute(),
         named.length === 0
-          ? []
-          : (await tx.select({ id: patientReferrals.id }).from(patientReferrals).where(inArray(patientReferrals.id, named.map((i) => i.referralId)))).map((r) => r.id),
-      );
+          ? Promise.resolve([])
+          : tx.select({ id: patientReferrals.id }).from(patientReferrals).where(inArray(patientReferrals.id, named.map((i) => i.referralId))).execute(),
+      ]);
+      const takenPatients = new Set(patientsTaken.map((r) => r.id));
+      const takenReferrals = new Set(referralsTaken.map((r) => r.id));
       const now = clock.now();
       const patientRows: Array<typeof patients.$inferInsert> = [];
       const referralRows: Array<typeof patientReferrals.$inferInsert> = [];
@@ -62,8 +62,8 @@ export function createPatientsBatch(deps: { clock: Clock; phi: PhiCrypto }) {
         results,
         audits,
         async write(db) {
-          await db.insert(patients).values(patientRows);
-          await db.insert(patientReferrals).values(referralRows);
+          // Issued together, in this order: the referrals' foreign key sees the patients.
+          await settled([db.insert(patients).values(patientRows).execute(), db.insert(patientReferrals).values(referralRows).execute()]);
         },
       };
     },

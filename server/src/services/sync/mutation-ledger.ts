@@ -9,9 +9,15 @@
  * (SQLSTATE class 22), a bug — rolls back that savepoint only, and the mutations before and
  * after it are applied as usual. Only a failure of the batch's transaction itself (connection
  * lost, serialization failure, commit failure) throws out of here, and is a `retry`.
+ *
+ * Runs of queued timer events, mileage and patient creates go set-based (mutation-sets.ts)
+ * without a savepoint of their own: their writes are issued together with the ledger's own at
+ * the end of the batch. If a statement of a set fails, the transaction is lost as a whole and
+ * the batch is applied once more, from the start, without sets — where the failure is the one
+ * mutation's, as above. Nothing of the first try is kept, so exactly-once holds.
  */
 import { createHash } from 'node:crypto';
-import { and, eq, inArray, lt, sql } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import { configure } from 'safe-stable-stringify';
 import { syncClients, syncMutationDigests, syncRejections } from '@fieldchart/schema/db';
@@ -22,7 +28,8 @@ import { safeError } from '../../log-safety.ts';
 import type { Db } from '../../db/database.ts';
 import type { Services } from '../index.ts';
 import type { MutationRunner } from './mutation-runner.ts';
-import { runsInSet } from './mutation-sets.ts';
+import { allSettled, recordset, settled } from '../batch-plan.ts';
+import { runsInSet, type SetPlan } from './mutation-sets.ts';
 
 export type MutationMessage = IncomingMutation;
 export type MutationReply = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' | 'failed' | 'conflict' }>;
@@ -58,6 +65,18 @@ export type BatchOutcome =
   /** The device was revoked: nothing of the batch was applied or counted. */
   | { readonly kind: 'device_revoked' };
 
+/** A statement of a set failed: the transaction is lost, and the batch goes again without sets. */
+class SetFailed extends Error {
+  constructor(cause: unknown) {
+    super('a mutation set failed', { cause });
+  }
+}
+
+const asSetFailure = <T>(work: () => Promise<T>): Promise<T> =>
+  work().catch((err: unknown) => {
+    throw new SetFailed(err);
+  });
+
 export async function applyMutationBatch(
   services: Services,
   runMutation: MutationRunner,
@@ -65,16 +84,39 @@ export async function applyMutationBatch(
   batch: readonly MutationMessage[],
   log: FastifyBaseLogger,
 ): Promise<BatchOutcome> {
+  try {
+    return await applyInTransaction(services, runMutation, device, batch, log, true);
+  } catch (err) {
+    if (!(err instanceof SetFailed)) throw err;
+    return applyInTransaction(services, runMutation, device, batch, log, false);
+  }
+}
+
+async function applyInTransaction(
+  services: Services,
+  runMutation: MutationRunner,
+  device: MutationDevice,
+  batch: readonly MutationMessage[],
+  log: FastifyBaseLogger,
+  withSets: boolean,
+): Promise<BatchOutcome> {
   return services.unitOfWork.transaction(async (tx): Promise<BatchOutcome> => {
-    const state = await services.sessions.state(device.userId, device.sessionId);
-    if (state !== 'live') return { kind: 'session', state };
     const where = and(eq(syncClients.userId, device.userId), eq(syncClients.clientId, device.clientId));
-    await tx.insert(syncClients).values({ userId: device.userId, clientId: device.clientId }).onConflictDoNothing();
-    const [client] = await tx
-      .select({ last: syncClients.lastMutationId, failingId: syncClients.failingMutationId, failingAttempts: syncClients.failingAttempts, revokedAt: syncClients.revokedAt })
-      .from(syncClients)
-      .where(where)
-      .for('update');
+    const lockClient = () =>
+      tx
+        .select({ last: syncClients.lastMutationId, failingId: syncClients.failingMutationId, failingAttempts: syncClients.failingAttempts, revokedAt: syncClients.revokedAt })
+        .from(syncClients)
+        .where(where)
+        .for('update')
+        .execute();
+    // The session check and the device's row, issued together (one round trip on PostgreSQL).
+    let [state, [client]] = await allSettled([services.sessions.state(device.userId, device.sessionId), lockClient()]);
+    if (state !== 'live') return { kind: 'session', state };
+    if (!client) {
+      // A new device: its row, once.
+      await tx.insert(syncClients).values({ userId: device.userId, clientId: device.clientId }).onConflictDoNothing();
+      [client] = await lockClient();
+    }
     // Under the row lock a revocation also takes: a batch that waited for it sees it, so no
     // mutation of a revoked device is applied after the revocation commits.
     if (client?.revokedAt) return { kind: 'device_revoked' };
@@ -123,6 +165,10 @@ export async function applyMutationBatch(
       refused.set(row.mutationId, { ...row, createdAt: new Date() });
       return tx.insert(syncRejections).values(row);
     };
+    // Sets planned and not written yet: written together with the ledger's rows at the end, or
+    // before a mutation applied one by one (which may read what they write).
+    const unwritten: SetPlan[] = [];
+    const writeSets = () => asSetFailure(() => settled(unwritten.splice(0).map((plan) => plan.write())));
     // Mutations already settled by a set (below): skipped by the one-by-one loop. Those of a
     // set that fell back go one by one, without another try at a set.
     let setUntil = -1;
@@ -158,15 +204,19 @@ export async function applyMutationBatch(
         last = m.mutation_id;
         continue;
       }
-      const set = runMutation.runSet && i > oneByOneUntil ? setFrom(batch, i, last) : [];
-      if (set.length > 1 && runMutation.runSet) {
-        const results = await runMutation.runSet(
-          ctx,
-          set.map((s) => ({ name: s.name, args: s.args, requestId: `${device.requestIdPrefix}:${s.m.mutation_id}` })),
+      const { runSet } = runMutation;
+      const set = withSets && runSet && i > oneByOneUntil ? setFrom(batch, i, last) : [];
+      if (set.length > 1 && runSet) {
+        const plan = await asSetFailure(() =>
+          runSet(
+            ctx,
+            set.map((s) => ({ name: s.name, args: s.args, requestId: `${device.requestIdPrefix}:${s.m.mutation_id}` })),
+          ),
         );
-        if (results) {
+        if (plan) {
+          unwritten.push(plan);
           for (const [k, s] of set.entries()) {
-            replies.push({ type: 'ack', mutation_id: s.m.mutation_id, result: results[k] ?? null });
+            replies.push({ type: 'ack', mutation_id: s.m.mutation_id, result: plan.results[k] ?? null });
             processedNow(s.m, k === 0 ? digest : digestOf(s.m));
             last = s.m.mutation_id;
           }
@@ -175,6 +225,7 @@ export async function applyMutationBatch(
         }
         oneByOneUntil = i + set.length - 1;
       }
+      await writeSets();
       try {
         const result = await services.unitOfWork.savepoint(() =>
           runMutation({ ...ctx, requestId: `${device.requestIdPrefix}:${m.mutation_id}` }, judged.name, judged.args),
@@ -216,13 +267,17 @@ export async function applyMutationBatch(
       processedNow(m, digest);
       last = m.mutation_id;
     }
-    if (processed.length > 0) {
-      await tx.insert(syncMutationDigests).values(processed.map((p) => ({ userId: device.userId, clientId: device.clientId, ...p })));
-    }
-    await tx
-      .update(syncClients)
-      .set({ lastMutationId: last, failingMutationId: failing.id, failingAttempts: failing.attempts, updatedAt: sql`now()` })
-      .where(where);
+    // The digests and the device's new last id in one statement, issued with the sets' writes.
+    const ledger = tx.execute(sql`
+      with digests as (
+        insert into ${syncMutationDigests} (user_id, client_id, mutation_id, digest)
+        select ${device.userId}::uuid, ${device.clientId}::uuid, x.mutation_id, x.digest
+        from jsonb_to_recordset(${recordset(processed.map((p) => ({ mutation_id: p.mutationId, digest: p.digest })))}::jsonb) as x(mutation_id bigint, digest text)
+      )
+      update ${syncClients} set last_mutation_id = ${last}, failing_mutation_id = ${failing.id}, failing_attempts = ${failing.attempts}, updated_at = now()
+      where user_id = ${device.userId}::uuid and client_id = ${device.clientId}::uuid`);
+    if (unwritten.length > 0) await asSetFailure(() => settled([...unwritten.splice(0).map((plan) => plan.write()), ledger]));
+    else await ledger;
     return { kind: 'applied', replies, lastMutationId: last, retryFrom };
   });
 }

@@ -3,17 +3,24 @@
  * service decides in memory, in order, what every mutation answers under the same rules as
  * its one-at-a-time call, then writes one statement per table — one INSERT of all the timer
  * events, one UPDATE of the visits, one upsert of mileage, one INSERT of patients and of
- * referrals, one of the audit entries. All in one savepoint: when any mutation would be
- * refused, or a statement fails (a value the database refuses), nothing of the set stays and
- * the caller applies the same mutations one by one, each in its own savepoint, so each
- * refusal is its own. Answers are the same either way; the property test
+ * referrals, one of the audit entries. When any mutation would be refused (decided in memory,
+ * before anything is written) there is no plan, and the caller applies the same mutations one
+ * by one, each in its own savepoint, so each refusal is its own. A statement that fails (a
+ * value the database refuses) throws: the caller's transaction is then lost and the caller
+ * applies the whole batch again without sets (mutation-ledger.ts) — no savepoint per set,
+ * two round trips fewer per batch. Answers are the same either way; the property test
  * (test/server/sync/mutation-sets.property.test.ts) holds the two paths to it.
+ *
+ * The reads of the three kinds are issued together, and so are the writes: on PostgreSQL the
+ * driver pipelines them on the transaction's connection (one round trip instead of six), on
+ * PGlite they queue in order on its one session. Order within the transaction is the order
+ * they are issued, so each kind's lock is taken before its read.
  */
 import type * as z from 'zod';
 import { MUTATION_ARGS, type MutationName } from '@fieldchart/schema/sync';
 import type { ClinicianContext } from '../../http/audit-context.ts';
 import type { AuditContext, AuditEntry } from '../audit/audit-log.ts';
-import type { BatchPlan } from '../batch-plan.ts';
+import { allSettled, settled, type BatchPlan } from '../batch-plan.ts';
 import type { Services } from '../index.ts';
 import type { MileageItem } from '../visits/mileage-batch.ts';
 import type { TimerEventsInput } from '../visits/timer-events.ts';
@@ -36,11 +43,18 @@ export interface SetMutation {
   readonly requestId: string;
 }
 
-/** Results per mutation, in order; null: apply them one by one. */
-export type MutationSetRunner = (ctx: Omit<ClinicianContext, 'requestId'>, set: readonly SetMutation[]) => Promise<unknown[] | null>;
+/** A set decided and not written yet: its results per mutation, in order, and the writes that make them so. */
+export interface SetPlan {
+  readonly results: readonly unknown[];
+  /** The set's statements, issued together; a failure leaves the caller's transaction aborted. */
+  write(): Promise<void>;
+}
 
-/** Thrown inside the set's savepoint to roll it back: some mutation would be refused. */
-class NotASet extends Error {}
+/**
+ * The plan of a set, or null when some mutation would be refused (nothing written: apply them
+ * one by one). Throws when a statement fails: the transaction is lost.
+ */
+export type MutationSetRunner = (ctx: Omit<ClinicianContext, 'requestId'>, set: readonly SetMutation[]) => Promise<SetPlan | null>;
 
 export function createMutationSetRunner(services: Services): MutationSetRunner {
   return async (ctx, set) => {
@@ -59,35 +73,30 @@ export function createMutationSetRunner(services: Services): MutationSetRunner {
         creates.push({ at, item: { body, uuid, referral_uuid } });
       }
     }
-    try {
-      return await services.unitOfWork.savepoint(async () => {
-        const tx = services.unitOfWork.db;
-        const owner = ctx.actorUserId;
-        const ready = (plan: BatchPlan<unknown> | null): BatchPlan<unknown> => {
-          if (!plan) throw new NotASet();
-          return plan;
-        };
-        const plans = [
-          { at: timers.map((t) => t.at), plan: ready(await services.visitTimerBatch.plan(tx, owner, timers.map((t) => t.input))) },
-          { at: mileage.map((t) => t.at), plan: ready(await services.visitMileageBatch.plan(tx, owner, mileage.map((t) => t.item))) },
-          { at: creates.map((t) => t.at), plan: ready(await services.patients.batch.plan(tx, ctx, creates.map((t) => t.item))) },
-        ];
-        const results: unknown[] = new Array(set.length);
-        const audits: Array<{ ctx: AuditContext; entry: AuditEntry }> = new Array(set.length);
-        for (const { at, plan } of plans) {
-          for (const [k, i] of at.entries()) {
-            results[i] = plan.results[k];
-            audits[i] = { ctx: { ...ctx, requestId: (set[i] as SetMutation).requestId }, entry: plan.audits[k] as AuditEntry };
-          }
-        }
-        for (const { plan } of plans) await plan.write(tx);
-        await services.audit.recordSucceeded(tx, audits);
-        return results;
-      });
-    } catch {
-      // Some mutation would be refused, or a statement failed (a value the database refuses, a
-      // lost connection): one by one, the same mutations meet the same failure on their own.
-      return null;
+    const tx = services.unitOfWork.db;
+    const owner = ctx.actorUserId;
+    const [timerPlan, mileagePlan, createPlan] = await allSettled([
+      services.visitTimerBatch.plan(tx, owner, timers.map((t) => t.input)),
+      services.visitMileageBatch.plan(tx, owner, mileage.map((t) => t.item)),
+      services.patients.batch.plan(tx, ctx, creates.map((t) => t.item)),
+    ]);
+    if (!timerPlan || !mileagePlan || !createPlan) return null;
+    const plans: Array<{ at: number[]; plan: BatchPlan<unknown> }> = [
+      { at: timers.map((t) => t.at), plan: timerPlan },
+      { at: mileage.map((t) => t.at), plan: mileagePlan },
+      { at: creates.map((t) => t.at), plan: createPlan },
+    ];
+    const results: unknown[] = new Array(set.length);
+    const audits: Array<{ ctx: AuditContext; entry: AuditEntry }> = new Array(set.length);
+    for (const { at, plan } of plans) {
+      for (const [k, i] of at.entries()) {
+        results[i] = plan.results[k];
+        audits[i] = { ctx: { ...ctx, requestId: (set[i] as SetMutation).requestId }, entry: plan.audits[k] as AuditEntry };
+      }
     }
+    return {
+      results,
+      write: () => settled([...plans.map(({ plan }) => plan.write(tx)), services.audit.recordSucceeded(tx, audits)]),
+    };
   };
 }

@@ -8,7 +8,7 @@ import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { visitMileage, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
-import { recordset, type BatchPlan } from '../batch-plan.ts';
+import { allSettled, recordset, type BatchPlan } from '../batch-plan.ts';
 import type { MileageInput } from './mileage.ts';
 
 export interface MileageItem {
@@ -28,16 +28,19 @@ export function createMileageBatch(deps: { clock: Clock }) {
     async plan(tx: Db, ownerId: string, items: readonly MileageItem[]): Promise<BatchPlan<{ applied: boolean }> | null> {
       if (items.length === 0) return { results: [], audits: [], write: async () => {} };
       const ids = [...new Set(items.map((i) => i.uuid))];
-      const owned = await tx
-        .select({ id: visits.id })
-        .from(visits)
-        .where(and(inArray(visits.id, ids), eq(visits.ownerId, ownerId), isNull(visits.deletedAt)))
-        .orderBy(visits.id)
-        .for('update');
+      // The lock, then the read, issued together (pipelined; they run in this order).
+      const [owned, stored] = await allSettled([
+        tx
+          .select({ id: visits.id })
+          .from(visits)
+          .where(and(inArray(visits.id, ids), eq(visits.ownerId, ownerId), isNull(visits.deletedAt)))
+          .orderBy(visits.id)
+          .for('update')
+          .execute(),
+        tx.select().from(visitMileage).where(inArray(visitMileage.visitId, ids)).execute(),
+      ]);
       if (owned.length !== ids.length) return null;
-      const current = new Map<string, Stored>(
-        (await tx.select().from(visitMileage).where(inArray(visitMileage.visitId, ids))).map((m) => [m.visitId, m]),
-      );
+      const current = new Map<string, Stored>(stored.map((m) => [m.visitId, m]));
       const now = deps.clock.now();
       const final = new Map<string, Stored>();
       const results: Array<{ applied: boolean }> = [];

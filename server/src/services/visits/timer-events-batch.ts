@@ -11,7 +11,7 @@ import { timerEvents, visits } from '@fieldchart/schema/db';
 import { applyTimerEvents, deriveEvv, timerFactsOf, type TimerFact } from '@fieldchart/schema/rules';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
-import { recordset, type BatchPlan } from '../batch-plan.ts';
+import { allSettled, recordset, settled, type BatchPlan } from '../batch-plan.ts';
 import { storedTimerFact, type TimerEventsInput, type TimerEventsOutcome } from './timer-events.ts';
 
 interface VisitState {
@@ -25,19 +25,24 @@ export function createTimerEventsBatch(deps: { clock: Clock }) {
     async plan(tx: Db, ownerId: string, inputs: readonly TimerEventsInput[]): Promise<BatchPlan<TimerEventsOutcome> | null> {
       if (inputs.length === 0) return { results: [], audits: [], write: async () => {} };
       const ids = [...new Set(inputs.map((i) => i.schedule_uuid))];
-      // Locked in id order: two batches touching the same visits cannot deadlock.
-      const owned = await tx
-        .select({ id: visits.id, status: visits.status })
-        .from(visits)
-        .where(and(inArray(visits.id, ids), eq(visits.ownerId, ownerId), isNull(visits.deletedAt)))
-        .orderBy(visits.id)
-        .for('update');
+      // Locked in id order: two batches touching the same visits cannot deadlock. The events
+      // are read by the next statement, issued with it (pipelined): it runs once the lock is held.
+      const [owned, stored] = await allSettled([
+        tx
+          .select({ id: visits.id, status: visits.status })
+          .from(visits)
+          .where(and(inArray(visits.id, ids), eq(visits.ownerId, ownerId), isNull(visits.deletedAt)))
+          .orderBy(visits.id)
+          .for('update')
+          .execute(),
+        tx
+          .select()
+          .from(timerEvents)
+          .where(and(inArray(timerEvents.visitId, ids), isNull(timerEvents.deletedAt)))
+          .execute(),
+      ]);
       if (owned.length !== ids.length) return null;
       const state = new Map<string, VisitState>(owned.map((v) => [v.id, { status: v.status, events: [], touched: false }]));
-      const stored = await tx
-        .select()
-        .from(timerEvents)
-        .where(and(inArray(timerEvents.visitId, ids), isNull(timerEvents.deletedAt)));
       for (const s of stored) {
         state.get(s.visitId)?.events.push(storedTimerFact(s));
       }
@@ -65,7 +70,7 @@ export function createTimerEventsBatch(deps: { clock: Clock }) {
         async write(db) {
           if (added.length === 0) return;
           const at = now.toISOString();
-          await db.execute(sql`
+          const inserted = db.execute(sql`
             insert into ${timerEvents} (visit_id, owner_id, event_type, event_time, latitude, longitude, accuracy, created_at)
             select x.visit_id, ${ownerId}::uuid, x.event_type, x.event_time, x.latitude, x.longitude, x.accuracy, ${at}::timestamptz
             from jsonb_to_recordset(${recordset(
@@ -94,7 +99,7 @@ export function createTimerEventsBatch(deps: { clock: Clock }) {
               documentation_seconds: evv.documentationSeconds,
             };
           });
-          await db.execute(sql`
+          const updated = db.execute(sql`
             update ${visits} as v set
               status = x.status, travel_started_at = x.travel_started_at, arrived_at = x.arrived_at,
               arrival_lat = x.arrival_lat, arrival_lng = x.arrival_lng, arrival_accuracy = x.arrival_accuracy,
@@ -107,6 +112,7 @@ export function createTimerEventsBatch(deps: { clock: Clock }) {
               arrival_accuracy float8, documentation_started_at timestamptz, departed_at timestamptz, departure_lat float8,
               departure_lng float8, departure_accuracy float8, drive_seconds integer, onsite_seconds integer, documentation_seconds integer)
             where v.id = x.id`);
+          await settled([inserted, updated]);
         },
       };
     },
