@@ -32,6 +32,18 @@ const BATCH_CHANGES = 500;
 const BATCH_BYTES = 1024 * 1024;
 /** Mutations applied in one transaction (each in its own savepoint). */
 const MUTATIONS_PER_TRANSACTION = 100;
+/** A device keeps at most this many mutations unanswered (docs/sync-protocol.md, Limits). */
+const MUTATIONS_IN_FLIGHT = 100;
+/**
+ * A device draining its outbox sends new mutations as the answers of a batch reach it, so the
+ * first of them can find the queue empty and would make a batch of its own, and the rest
+ * another: two transactions (two commits, the largest fixed cost of a batch) for one window.
+ * A short run that starts within GATHER_WINDOW_MS of a batch's answers waits up to GATHER_MS
+ * for the mutations those answers make room for. A device that writes one mutation at a time
+ * never waits: one answer, one new mutation.
+ */
+const GATHER_WINDOW_MS = 50;
+const GATHER_MS = 3;
 const HELLO_TIMEOUT_MS = 10_000;
 /**
  * Frames waiting to be handled: a device keeps at most 100 mutations unanswered (the
@@ -73,6 +85,12 @@ export class SyncConnection implements DraftPeer, HeldConnection {
   /** A mutation batch is being applied (its own pokes arrive meanwhile). */
   private applying = false;
   private lastBatchAt = 0;
+  /** Mutations received, and answered: the device's unanswered ones are the difference. */
+  private mutationsReceived = 0;
+  private mutationsAnswered = 0;
+  /** Mutations the last batch answered, and received since: a draining device replaces the first with the second. */
+  private lastAnswered = 0;
+  private receivedSinceAnswer = 0;
   /** A feed run is owed and waits for the upload burst to pause (FEED_COALESCE_MS). */
   private feedTimer: NodeJS.Timeout | null = null;
   private feedOwedSince = 0;
@@ -97,6 +115,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
       maxBatch: MUTATIONS_PER_TRANSACTION,
       alongside: isDraftFrame,
       batch: (f) => f.type === 'mutation',
+      expect: (run) => this.expectedMutations(run),
       handle: (frames) => this.handle(frames),
       onError: (err) => {
         this.host.log.error({ err: safeError(err), connection: this.id }, 'sync connection failed');
@@ -186,6 +205,10 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     if (!this.helloReceived && message.type !== 'hello') return this.close('bad_message', 'The first message must be hello');
     if (this.helloReceived && message.type === 'hello') return this.close('bad_message', 'hello was already received');
     this.helloReceived = true;
+    if (message.type === 'mutation') {
+      this.mutationsReceived++;
+      this.receivedSinceAnswer++;
+    }
     if (!this.queue.push(message)) this.close('bad_message', 'Too many messages waiting; wait for answers');
   }
 
@@ -303,7 +326,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
   /** During an upload burst: owe the run, and make it once the burst pauses (or at the bound). */
   private deferFeed(): boolean {
     const now = Date.now();
-    const uploading = this.applying || this.queue.depth > 0 || now - this.lastBatchAt < FEED_COALESCE_MS;
+    const uploading = this.applying || this.queue.depth > 0 || performance.now() - this.lastBatchAt < FEED_COALESCE_MS;
     if (!uploading) return false;
     if (this.feedOwedSince === 0) this.feedOwedSince = now;
     if (now - this.feedOwedSince >= FEED_MAX_DEFER_MS) return false;
@@ -352,12 +375,27 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     return { userId: this.userId, sessionId: this.sessionId, clientId: this.clientId, organizationId: this.organizationId, requestIdPrefix: `sync:${this.id}`, protocol: this.protocol };
   }
 
+  private answered(count: number): void {
+    this.mutationsAnswered += count;
+    this.lastAnswered = count;
+    this.receivedSinceAnswer = 0;
+  }
+
+  /** A short run is about to be applied: the mutations the last answers made room for that are still on their way. */
+  private expectedMutations(run: number): { frames: number; withinMs: number } {
+    const coming = this.lastAnswered - this.receivedSinceAnswer;
+    const room = MUTATIONS_IN_FLIGHT - (this.mutationsReceived - this.mutationsAnswered);
+    if (coming <= 0 || room <= 0 || run >= MUTATIONS_IN_FLIGHT || performance.now() - this.lastBatchAt > GATHER_WINDOW_MS) return { frames: 0, withinMs: 0 };
+    return { frames: Math.min(coming, room), withinMs: GATHER_MS };
+  }
+
   private async applyMutations(incoming: MutationMessage[]): Promise<void> {
     let batch = incoming;
     if (this.retryingFrom !== null) {
       const resent = batch.findIndex((m) => m.mutation_id <= (this.retryingFrom as number));
       const waiting = resent === -1 ? batch : batch.slice(0, resent);
       for (const m of waiting) this.send({ type: 'retry', mutation_id: m.mutation_id, after_ms: 0 });
+      this.answered(waiting.length);
       if (resent === -1) return;
       this.retryingFrom = null;
       batch = batch.slice(resent);
@@ -370,16 +408,18 @@ export class SyncConnection implements DraftPeer, HeldConnection {
       this.host.log.warn({ err: safeError(err), connection: this.id }, 'sync mutations not applied; device told to retry');
       const after = 1000 + Math.floor(Math.random() * 2000);
       for (const m of batch) this.send({ type: 'retry', mutation_id: m.mutation_id, after_ms: after });
+      this.answered(batch.length);
       this.retryingFrom = Math.min(...batch.map((m) => m.mutation_id));
       return;
     } finally {
       this.applying = false;
-      this.lastBatchAt = Date.now();
+      this.lastBatchAt = performance.now();
     }
     if (outcome.kind === 'session') return this.refuse(refusalOfSession(outcome.state) ?? 'session_revoked');
     if (outcome.kind === 'device_revoked') return this.refuse('device_revoked');
     this.retryingFrom = outcome.retryFrom;
     for (const reply of outcome.replies) this.send(reply);
+    this.answered(outcome.replies.length);
     // Protocol 2: a `synced` whose acked_through covers this batch follows its acks, also when
     // the mutations changed no row (no notification would run the feed then).
     if (this.protocol >= 2) this.requestFeed();

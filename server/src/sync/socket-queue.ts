@@ -17,6 +17,12 @@ export interface SocketQueueOptions<F> {
   alongside(frame: F): boolean;
   /** May be handed over together with the frames next to it of the same kind. */
   batch(frame: F): boolean;
+  /**
+   * A run of `batch` frames shorter than `maxBatch` is about to be handed over: how many more
+   * are on their way (the caller knows its peer's window), and for how long at most to wait for
+   * them. Absent, or 0: hand over what is there.
+   */
+  expect?(run: number): { readonly frames: number; readonly withinMs: number };
   handle(frames: F[]): Promise<void>;
   /** A handler failed (the database, a bug): the socket is closed. */
   onError(err: unknown): void;
@@ -27,6 +33,8 @@ export class SocketQueue<F> {
   private readonly inFlight = new Set<Promise<void>>();
   private running = false;
   private stopped = false;
+  /** A wait for more frames of a run (`expect`): ended by `push` once enough are waiting. */
+  private arrival: { readonly until: number; readonly done: () => void } | null = null;
 
   constructor(private readonly options: SocketQueueOptions<F>) {}
 
@@ -39,6 +47,7 @@ export class SocketQueue<F> {
   push(frame: F): boolean {
     if (this.waiting.length >= this.options.capacity) return false;
     this.waiting.push(frame);
+    if (this.arrival && this.waiting.length >= this.arrival.until) this.arrival.done();
     void this.pump();
     return true;
   }
@@ -47,6 +56,7 @@ export class SocketQueue<F> {
   stop(): void {
     this.stopped = true;
     this.waiting.length = 0;
+    this.arrival?.done();
   }
 
   private async pump(): Promise<void> {
@@ -63,8 +73,15 @@ export class SocketQueue<F> {
         }
         while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
         if (this.stopped) break;
-        let n = 1;
-        if (options.batch(head)) while (n < this.waiting.length && n < options.maxBatch && options.batch(this.waiting[n] as F)) n++;
+        let n = this.runLength();
+        if (n < options.maxBatch && n === this.waiting.length && options.batch(head) && options.expect) {
+          const { frames, withinMs } = options.expect(n);
+          if (frames > 0 && withinMs > 0) {
+            await this.arrivalOf(Math.min(options.maxBatch, n + frames), withinMs);
+            if (this.stopped) break;
+            n = this.runLength();
+          }
+        }
         await options.handle(this.waiting.splice(0, n));
       }
     } catch (err) {
@@ -73,6 +90,27 @@ export class SocketQueue<F> {
     } finally {
       this.running = false;
     }
+  }
+
+  /** The frames at the head handed over together: one, or a run of `batch` frames. */
+  private runLength(): number {
+    const { options } = this;
+    let n = 1;
+    if (options.batch(this.waiting[0] as F)) while (n < this.waiting.length && n < options.maxBatch && options.batch(this.waiting[n] as F)) n++;
+    return n;
+  }
+
+  /** Resolves once `count` frames wait, or after `ms`. */
+  private arrivalOf(count: number, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done(), ms);
+      const done = () => {
+        clearTimeout(timer);
+        this.arrival = null;
+        resolve();
+      };
+      this.arrival = { until: count, done };
+    });
   }
 
   private start(work: Promise<void>): void {
