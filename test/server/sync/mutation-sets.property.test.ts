@@ -236,6 +236,41 @@ forEachBackend('sync: mutation sets and one-by-one give the same answers and row
     assert.equal(writes.length, 1, 'a replay plans no set');
   });
 
+  test('a set sees what an earlier set of its batch decided, also across a mutation refused by its envelope', async () => {
+    const { services } = server.runtime;
+    const log = server.runtime.app.log;
+    const runner = createMutationRunner({ services, sectionsOf: async () => null });
+    const user = await utcClinician(server);
+    const patient = await createPatient(server, user);
+    const visit = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: '2026-11-20', start_time: '09:00' });
+    const claims = await services.accessTokens.verify(user.token, clock.now());
+    assert.ok(claims);
+    const device: MutationDevice = { userId: user.uuid, sessionId: claims.sessionId, clientId: randomUUID(), organizationId: null, requestIdPrefix: `sets-${randomUUID().slice(0, 8)}`, protocol: 2 };
+    const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString();
+    const event = (event_type: string, minutes: number) => ({ schedule_uuid: visit, events: [{ event_type, event_time: at(minutes), latitude: 41.9, longitude: -87.6, accuracy: 8 }] });
+    const mileage = (miles: number, minutes: number) => ({ uuid: visit, mileage: { total_miles: miles, recorded_at: at(minutes) } });
+    const batch: MutationMessage[] = [
+      ['visit.timer_events', event('start_travel', 0)],
+      ['visit.mileage', mileage(2, 1)],
+      ['visit.no_such_thing', {}],
+      // The first set's start_travel again (a replay) and the next step.
+      ['visit.timer_events', event('start_travel', 0)],
+      ['visit.timer_events', event('arrive', 10)],
+    ].map(([name, args], i) => ({ type: 'mutation', mutation_id: i + 1, name: name as string, args: args as Record<string, unknown>, client_time: at(0) }));
+    const outcome = await applyMutationBatch(services, runner, device, batch, log);
+    assert.equal(outcome.kind, 'applied');
+    const answers = outcome.kind === 'applied' ? outcome.replies.map((r) => (r.type === 'ack' ? { id: r.mutation_id, result: r.result } : { id: r.mutation_id, type: r.type })) : [];
+    assert.deepEqual(answers, [
+      { id: 1, result: { recorded: 1, replayed: 0, status: 'scheduled' } },
+      { id: 2, result: { applied: true } },
+      { id: 3, type: 'reject' },
+      { id: 4, result: { recorded: 0, replayed: 1, status: 'scheduled' } },
+      { id: 5, result: { recorded: 1, replayed: 0, status: 'in_progress' } },
+    ]);
+    const [row] = await select(sql`select status, travel_started_at is not null as travelled, arrived_at is not null as arrived, (select count(*)::int from timer_events where visit_id = ${visit}) as events from visits where id = ${visit}`);
+    assert.deepEqual(row, { status: 'in_progress', travelled: true, arrived: true, events: 2 });
+  });
+
   /** Ids of one side replaced by their abstract names, so the two sides compare. */
   function normalise(text: string, side: { user: User; visits: string[]; slots: string[]; referrals: string[] }): string {
     let out = text.replaceAll(side.user.uuid, 'USER');

@@ -166,7 +166,7 @@ async function applyInTransaction(
       return tx.insert(syncRejections).values(row);
     };
     // Sets planned and not written yet: written together with the ledger's rows at the end, or
-    // before a mutation applied one by one (which may read what they write).
+    // before a mutation applied one by one or another set (which may read what they write).
     const unwritten: SetPlan[] = [];
     const writeSets = () => asSetFailure(() => settled(unwritten.splice(0).map((plan) => plan.write())));
     // Mutations already settled by a set (below): skipped by the one-by-one loop. Those of a
@@ -207,6 +207,9 @@ async function applyInTransaction(
       const { runSet } = runMutation;
       const set = withSets && runSet && i > oneByOneUntil ? setFrom(batch, i, last) : [];
       if (set.length > 1 && runSet) {
+        // A set reads what the sets before it decided (mutations refused by their envelope may
+        // separate two): those are written first.
+        if (unwritten.length > 0) await writeSets();
         const plan = await asSetFailure(() =>
           runSet(
             ctx,
