@@ -84,7 +84,8 @@ const running = new Set<ChildProcess>();
 export function spawnServer(
   env: Record<string, string | undefined>,
   opts: {
-    via?: 'npm-start' | 'cli';
+    /** `worker`: `fieldchart worker`, a job-queue node without HTTP (it logs `Fieldchart worker running`, never a URL). */
+    via?: 'npm-start' | 'cli' | 'worker';
     /** A command the server runs under, e.g. `['unshare', '--pid', '--fork', …]`; `pid` is then that command's. */
     wrap?: readonly string[];
     /** A built server (`npm run build`'s dist/server/main.js), run by plain node. */
@@ -94,8 +95,8 @@ export function spawnServer(
   const spawnedAt = performance.now();
   const args = opts.entry
     ? [opts.entry]
-    : opts.via === 'cli'
-      ? [path.join(repoRoot, 'cli/bin/fieldchart.js'), 'serve']
+    : opts.via === 'cli' || opts.via === 'worker'
+      ? [path.join(repoRoot, 'cli/bin/fieldchart.js'), opts.via === 'cli' ? 'serve' : 'worker']
       : ['--import', 'tsx', path.join(repoRoot, 'server/src/main.ts')];
   const [command, ...prefix] = opts.wrap && opts.wrap.length > 0 ? [...opts.wrap, process.execPath] : [process.execPath];
   const child = spawn(command as string, [...prefix, ...args], {
