@@ -114,7 +114,7 @@ const nodeEnv = {
   ...(separateWorker ? { WORKER_ENABLED: 'false' } : {}),
 };
 const server = new LoadNode('server', nodeEnv, origin);
-const worker = separateWorker ? new LoadNode('worker', nodeEnv, origin) : null;
+let worker = null as LoadNode | null;
 async function cleanup(): Promise<void> {
   if (server.alive()) await server.stop();
   if (worker?.alive()) await worker.stop();
@@ -126,7 +126,15 @@ async function cleanup(): Promise<void> {
     await admin.end();
   }
 }
-await Promise.all([server.ready(), worker?.ready()]).catch(async (err: unknown) => {
+await (async () => {
+  await server.ready();
+  // After the server: two processes creating a fresh data dir's key files at once race
+  // (the worker read a half-written JWK set).
+  if (separateWorker) {
+    worker = new LoadNode('worker', nodeEnv, origin);
+    await worker.ready();
+  }
+})().catch(async (err: unknown) => {
   await cleanup();
   throw err;
 });
@@ -141,8 +149,8 @@ interface Tally {
 }
 const tallies = new Map<string, Tally>();
 let measuring = false;
-/** Every request answered (or not) during the load, in time: the fault windows are cut from it. */
-const timeline: Array<{ at: number; ok: boolean }> = [];
+/** Every request of the load by the time it ended (answered or not): the fault windows are cut from it. */
+const timeline: Array<{ end: number; status: number }> = [];
 
 function tally(label: string, started: number, status: number): void {
   if (!measuring) return;
@@ -150,9 +158,8 @@ function tally(label: string, started: number, status: number): void {
   if (!t) tallies.set(label, (t = { times: [], errors: 0, statuses: {} }));
   t.times.push(performance.now() - started);
   t.statuses[status] = (t.statuses[status] ?? 0) + 1;
-  const ok = status >= 200 && status < 300;
-  if (!ok) t.errors++;
-  timeline.push({ at: started, ok });
+  if (status < 200 || status >= 300) t.errors++;
+  timeline.push({ end: performance.now(), status });
 }
 
 const ledger = new WriteLedger();
@@ -414,14 +421,16 @@ async function day(c: Clinician, deadline: number): Promise<void> {
 interface FaultFigures {
   kind: NodeKind;
   atSeconds: number;
+  /** The kill, in ms from the start of the load. */
+  killedAtMs: number;
   jobsInStt: number;
   exitMs: number;
   readyMs: number;
   /** Kill → the first acknowledged request after it. */
   firstOkMs: number;
-  /** Kill → every device's socket has caught up again (a feed run ended after the restart). */
-  devicesResyncedMs: number;
-  devicesResynced: number;
+  /** Server faults: kill → every device's socket has caught up again (a feed run ended after the restart). */
+  devicesResyncedMs: number | null;
+  devicesResynced: number | null;
   devices: number;
   /** The jobs locked at the kill (PostgreSQL: read from the queue) and when the last of them was done. */
   lockedJobs: number | null;
@@ -464,33 +473,39 @@ async function fault(kind: NodeKind, at: number): Promise<void> {
   process.stderr.write(`fault: kill -9 ${kind} at ${((killedAt - loadStarted) / 1000).toFixed(0)} s (${jobsInStt} job(s) in STT)\n`);
   const timing = await node.killAndRestart();
   const readyAt = killedAt + timing.readyMs;
-  const firstOk = await eventually(() => {
-    const e = timeline.find((x) => x.at > killedAt && x.ok);
+  const firstOkWait = eventually(() => {
+    const e = timeline.find((x) => x.end > readyAt && x.status >= 200 && x.status < 300);
     if (!e) throw new Error('no 2xx yet');
-    return e.at - killedAt;
+    return e.end - killedAt;
   }, { timeoutMs: 300_000, intervalMs: 100 }).catch(() => Number.NaN);
   const active = () => clinicians.filter((c) => c.device !== null);
-  const resynced = await eventually(() => {
-    const behind = active().filter((c) => !((c.device as LoadDevice).syncedAt > readyAt));
-    if (behind.length > 0) throw new Error(`${behind.length} devices not caught up`);
-    return performance.now() - killedAt;
-  }, { timeoutMs: 300_000, intervalMs: 100 }).catch(() => Number.NaN);
-  let lockedJobsDoneMs: number | null = null;
-  if (locked && locked.length > 0) {
-    lockedJobsDoneMs = await eventually(async () => {
-      if ((await jobsStillThere(locked)) > 0) throw new Error('killed jobs not done');
-      return performance.now() - killedAt;
-    }, { timeoutMs: 300_000, intervalMs: 250 }).catch(() => Number.NaN);
-  }
+  // Only a server's kill drops the sockets; a worker's leaves them be.
+  const resyncWait =
+    kind === 'server'
+      ? eventually(() => {
+          const behind = active().filter((c) => !((c.device as LoadDevice).syncedAt > readyAt));
+          if (behind.length > 0) throw new Error(`${behind.length} devices not caught up`);
+          return performance.now() - killedAt;
+        }, { timeoutMs: 300_000, intervalMs: 100 }).catch(() => Number.NaN)
+      : Promise.resolve(null);
+  const lockedWait =
+    locked && locked.length > 0
+      ? eventually(async () => {
+          if ((await jobsStillThere(locked)) > 0) throw new Error('killed jobs not done');
+          return performance.now() - killedAt;
+        }, { timeoutMs: 300_000, intervalMs: 250 }).catch(() => Number.NaN)
+      : Promise.resolve(null);
+  const [firstOk, resynced, lockedJobsDoneMs] = await Promise.all([firstOkWait, resyncWait, lockedWait]);
   faults.push({
     kind,
     atSeconds: Math.round((killedAt - loadStarted) / 1000),
+    killedAtMs: killedAt - loadStarted,
     jobsInStt,
     exitMs: Math.round(timing.exitMs),
     readyMs: Math.round(timing.readyMs),
     firstOkMs: Math.round(firstOk),
-    devicesResyncedMs: Math.round(resynced),
-    devicesResynced: active().filter((c) => (c.device as LoadDevice).syncedAt > readyAt).length,
+    devicesResyncedMs: resynced === null ? null : Math.round(resynced),
+    devicesResynced: resynced === null ? null : active().filter((c) => (c.device as LoadDevice).syncedAt > readyAt).length,
     devices: active().length,
     lockedJobs: locked ? locked.length : null,
     lockedJobsDoneMs: lockedJobsDoneMs === null ? null : Math.round(lockedJobsDoneMs),
@@ -597,7 +612,8 @@ const third = (k: number) => {
   return percentile(sorted(xs), 50);
 };
 const rssGrowth = third(2) / third(1) - 1;
-const rssFlat = Number.isFinite(rssGrowth) && Math.abs(rssGrowth) <= 0.1;
+// A killed and restarted server starts its memory over: its thirds do not compare.
+const rssFlat = FAULTS.includes('server') ? null : Number.isFinite(rssGrowth) && Math.abs(rssGrowth) <= 0.1;
 const deliverySorted = sorted(sync.deliveryMs);
 const initialSorted = sorted(sync.initialMs);
 console.log(
@@ -605,7 +621,7 @@ console.log(
     `\nsync: ${sync.connected} sockets synced (${sync.initialFailed} first syncs unfinished at the end), initial sync p50 ${fmt(percentile(initialSorted, 50))} / p99 ${fmt(percentile(initialSorted, 99))} ms; ${sync.changes} changes in ${sync.frames} frames;` +
     ` timer event REST → socket p50 ${fmt(percentile(deliverySorted, 50))} / p99 ${fmt(percentile(deliverySorted, 99))} ms (${sync.deliveryMs.length} timed, ${sync.undelivered} not seen before the next); ${sync.closedEarly} sockets not connected at the end, ${sync.reconnects} reconnections` +
     `\nserver RSS MiB: ${rss.map((s) => `${s.atSeconds}s ${fmt(s.mib, 0)}`).join(', ')}` +
-    `\nRSS middle third → last third: ${fmt(third(1), 0)} → ${fmt(third(2), 0)} MiB (${fmt(100 * rssGrowth)} %): ${rssFlat ? 'flat' : 'NOT flat'}` +
+    `\nRSS middle third → last third: ${fmt(third(1), 0)} → ${fmt(third(2), 0)} MiB (${fmt(100 * rssGrowth)} %): ${rssFlat === null ? 'not comparable (the server was restarted)' : rssFlat ? 'flat' : 'NOT flat'}` +
     `\nload average before: ${uptimeBefore}; after: ${os.loadavg().map((n) => n.toFixed(2)).join(', ')}` +
     (failedDays.length ? `\nclinician loops that failed: ${failedDays.length} (${failedDays[0]})` : '') +
     (serverAlive ? '' : '\nTHE SERVER EXITED DURING THE RUN'),
@@ -613,26 +629,38 @@ console.log(
 
 // Faults: the error rate before the first kill is the same run's baseline; "during" is from a
 // kill until its node is ready again plus 10 s (the retries of writes caught by it land then).
+// Requests are placed by when they ended: one cut by a kill ends with it.
 const windowOf = (from: number, to: number) => {
-  const xs = timeline.filter((e) => e.at >= from && e.at < to);
-  const bad = xs.filter((e) => !e.ok).length;
-  return { requests: xs.length, errors: bad, errorRate: bad / Math.max(1, xs.length) };
+  const xs = timeline.filter((e) => e.end >= from && e.end < to);
+  const bad = xs.filter((e) => e.status < 200 || e.status >= 300);
+  return {
+    requests: xs.length,
+    errors: bad.length,
+    errorRate: bad.length / Math.max(1, xs.length),
+    noAnswer: bad.filter((e) => e.status === 0).length,
+    /** Retries meeting a claim the killed node left unfinished (409 idempotency_in_progress, for 120 s). */
+    inProgress: bad.filter((e) => e.status === 409).length,
+  };
 };
+faults.sort((a, b) => a.killedAtMs - b.killedAtMs);
 const faultWindows = faults.map((f, i) => {
-  const killedAt = loadStarted + f.atSeconds * 1000;
+  const killedAt = loadStarted + f.killedAtMs;
   const recovered = killedAt + f.readyMs + 10_000;
-  const next = faults[i + 1] ? loadStarted + (faults[i + 1] as FaultFigures).atSeconds * 1000 : loadStarted + loadSeconds * 1000;
+  const next = faults[i + 1] ? loadStarted + (faults[i + 1] as FaultFigures).killedAtMs : Number.POSITIVE_INFINITY;
   return { ...f, during: windowOf(killedAt, recovered), after: windowOf(recovered, next) };
 });
-const baseline = windowOf(loadStarted, faults[0] ? loadStarted + (faults[0] as FaultFigures).atSeconds * 1000 : Number.POSITIVE_INFINITY);
-const errorsOutsideFaults = faultWindows.length > 0 ? baseline.errors + faultWindows.reduce((n, w) => n + w.after.errors, 0) : errors;
+const baseline = windowOf(0, faults[0] ? loadStarted + (faults[0] as FaultFigures).killedAtMs : Number.POSITIVE_INFINITY);
+// With faults, what must be clean is the day before the first kill; after one, the ledger decides.
+const errorsOutsideFaults = faultWindows.length > 0 ? baseline.errors : errors;
 if (FAULTS.length > 0) {
-  const pct = (w: { errorRate: number; requests: number }) => `${fmt(100 * w.errorRate, 2)} % of ${w.requests}`;
+  const pct = (w: ReturnType<typeof windowOf>) =>
+    `${fmt(100 * w.errorRate, 2)} % of ${w.requests}${w.errors ? ` (${w.noAnswer} unanswered, ${w.inProgress} × 409 in progress)` : ''}`;
   console.log(`\nfaults (error rate before the first: ${pct(baseline)}):`);
   for (const w of faultWindows) {
     console.log(
       `  kill -9 ${w.kind} at ${w.atSeconds} s (${w.jobsInStt} job(s) in STT${w.lockedJobs !== null ? `, ${w.lockedJobs} job(s) locked` : ''}): gone in ${w.exitMs} ms, ready again after ${fmt(w.readyMs / 1000)} s, ` +
-        `first 2xx after ${fmt(w.firstOkMs / 1000)} s, ${w.devicesResynced}/${w.devices} devices caught up after ${fmt(w.devicesResyncedMs / 1000)} s` +
+        `first 2xx after ${fmt(w.firstOkMs / 1000)} s` +
+        (w.devicesResyncedMs !== null ? `, ${w.devicesResynced}/${w.devices} devices caught up after ${fmt(w.devicesResyncedMs / 1000)} s` : '') +
         (w.lockedJobsDoneMs !== null ? `, the locked jobs done after ${fmt(w.lockedJobsDoneMs / 1000)} s` : '') +
         `; errors during ${pct(w.during)}, after ${pct(w.after)}`,
     );
