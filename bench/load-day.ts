@@ -12,16 +12,39 @@
  * BENCH_DATABASE_URL on a fresh PostgreSQL database made for the run (and dropped after).
  * Prints per-endpoint counts, error rate, p50/p99, the sync figures, the server's RSS sampled
  * every RSS_EVERY_SECONDS (default 10) and whether it stayed flat, then one JSON line.
+ *
+ * The day enqueues jobs: a dictation (POST /ai/process-audio, a short WAV; STT is a local
+ * stand-in that answers after STT_MS, default 2000) at the documentation step of every
+ * DICTATE_EVERY-th visit (default 2), and a verification mail every MAIL_EVERY-th round
+ * (default 8); 0 turns either off. Every write carries an Idempotency-Key.
+ *
+ * FAULTS=server,worker (either or both): `kill -9` under the load, each while a dictation job
+ * is inside its STT call, then a restart with the same environment (same port, data dir,
+ * database). `server` kills the API process (on PGlite it runs the jobs too); `worker` kills
+ * the separate job worker (`fieldchart worker`), which needs BENCH_DATABASE_URL — with FAULTS on
+ * PostgreSQL the server runs no jobs (WORKER_ENABLED=false) and one worker process does. A
+ * write then is retried with its key (no answer, 5xx, 409 idempotency_in_progress) for up to
+ * WRITE_RETRY_SECONDS (default 150: a dead node's claim is abandoned after 120 s); every 2xx
+ * goes into a client-side ledger (support/write-ledger.ts). Sockets reconnect by themselves
+ * with their last cursor (support/load-device.ts). Afterwards: every device must have been
+ * shown its acknowledged timer events and its dictations completed; the database must hold
+ * every acknowledged write exactly once, every job done, none left queued or locked. Prints
+ * per fault: time to recover, error rate before (the baseline), during and after it.
  */
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
+import { openDatabase } from '../server/src/db/database.ts';
 import { eventually } from '../test/helpers/eventually.ts';
-import { freePort, spawnServer } from '../test/helpers/processes.ts';
+import { freePort } from '../test/helpers/processes.ts';
+import { silentWav } from '../test/helpers/wav.ts';
+import { startSttStandIn, verboseJson } from '../test/server/ai/pipeline/stt-stand-in.ts';
+import { keyedWrite, type Attempt } from './support/keyed-write.ts';
+import { LoadDevice, timerKey } from './support/load-device.ts';
+import { LoadNode, type NodeKind } from './support/load-nodes.ts';
 import { percentile, setting } from './support/measure.ts';
-import { SyncPeer, type Message } from './support/sync-peer.ts';
+import { checkLedger, describeCheck, WriteLedger, type LedgerCheck } from './support/write-ledger.ts';
 
 const CLINICIANS = setting('CLINICIANS', 200, 1, 5000);
 const LOAD_SECONDS = setting('LOAD_SECONDS', 180, 5, 3600);
@@ -29,6 +52,18 @@ const THINK_MS = setting('THINK_MS', 2000, 0, 60_000);
 const RSS_EVERY_SECONDS = setting('RSS_EVERY_SECONDS', 10, 1, 600);
 /** Set-up requests (registering the clinicians, their patients and visits) in flight at once. */
 const SETUP_CONCURRENCY = setting('SETUP_CONCURRENCY', 8, 1, 200);
+const DICTATE_EVERY = setting('DICTATE_EVERY', 2, 0, 1000);
+const MAIL_EVERY = setting('MAIL_EVERY', 8, 0, 1000);
+const STT_MS = setting('STT_MS', 2000, 0, 60_000);
+const WRITE_RETRY_SECONDS = setting('WRITE_RETRY_SECONDS', 150, 0, 3600);
+const FAULTS = (process.env.FAULTS ?? '')
+  .split(',')
+  .map((f) => f.trim())
+  .filter(Boolean) as NodeKind[];
+for (const f of FAULTS) if (f !== 'server' && f !== 'worker') throw new Error(`FAULTS: unknown fault "${f}" (server, worker)`);
+if (FAULTS.includes('worker') && !process.env.BENCH_DATABASE_URL) {
+  throw new Error('FAULTS=worker needs BENCH_DATABASE_URL: on the embedded database the server runs the jobs itself (FAULTS=server kills both)');
+}
 const API = '/api/therapist/v1';
 const TINY_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
 
@@ -50,9 +85,21 @@ if (adminUrl) {
   u.pathname = `/${databaseName}`;
   databaseUrl = u.toString();
 }
-// A port chosen beforehand: at LOG_LEVEL=warn the server does not log the one it listens on.
+// The STT service the dictation jobs call: a stand-in that takes STT_MS, as a remote one would.
+const stt = await startSttStandIn();
+let inStt = 0;
+stt.script(async () => {
+  inStt++;
+  await new Promise((r) => setTimeout(r, STT_MS));
+  inStt--;
+  return { status: 200, json: verboseJson([{ start: 0, end: 2, text: 'Patient walked fifty feet with a walker.' }]) };
+});
+// A port chosen beforehand: at LOG_LEVEL=warn the server does not log the one it listens on,
+// and a restarted server must come back on the same one.
 const port = await freePort();
-const server = spawnServer({
+const origin = `http://127.0.0.1:${port}`;
+const separateWorker = FAULTS.length > 0 && databaseUrl !== null;
+const nodeEnv = {
   PORT: String(port),
   FIELDCHART_DATA_DIR: dataDir,
   LOG_LEVEL: 'warn',
@@ -60,10 +107,18 @@ const server = spawnServer({
   // One address stands for 200 devices here: the per-address limits are for the open internet.
   RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '0',
   SIGNIN_FAILURES_PER_ADDRESS: '100000',
+  OTP_SENDS_PER_EMAIL_PER_HOUR: '100000',
+  OTP_SENDS_PER_ADDRESS_PER_HOUR: '1000000',
+  STT_URL: stt.url,
   ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-});
+  ...(separateWorker ? { WORKER_ENABLED: 'false' } : {}),
+};
+const server = new LoadNode('server', nodeEnv, origin);
+let worker = null as LoadNode | null;
 async function cleanup(): Promise<void> {
-  await server.stop();
+  if (server.alive()) await server.stop();
+  if (worker?.alive()) await worker.stop();
+  await stt.close();
   fs.rmSync(dataDir, { recursive: true, force: true });
   if (adminUrl && databaseName) {
     const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
@@ -71,15 +126,15 @@ async function cleanup(): Promise<void> {
     await admin.end();
   }
 }
-const origin = `http://127.0.0.1:${port}`;
-await eventually(
-  async () => {
-    if (server.child.exitCode !== null) throw Object.assign(new Error(`the server exited: ${server.stderr()}`), { fatal: true });
-    const res = await fetch(`${origin}/readyz`);
-    if (res.status !== 200) throw new Error(`not ready: ${res.status}`);
-  },
-  { timeoutMs: 180_000, intervalMs: 250 },
-).catch(async (err: unknown) => {
+await (async () => {
+  await server.ready();
+  // After the server: two processes creating a fresh data dir's key files at once race
+  // (the worker read a half-written JWK set).
+  if (separateWorker) {
+    worker = new LoadNode('worker', nodeEnv, origin);
+    await worker.ready();
+  }
+})().catch(async (err: unknown) => {
   await cleanup();
   throw err;
 });
@@ -94,6 +149,36 @@ interface Tally {
 }
 const tallies = new Map<string, Tally>();
 let measuring = false;
+/** Every request of the load by the time it ended (answered or not): the fault windows are cut from it. */
+const timeline: Array<{ end: number; status: number }> = [];
+
+function tally(label: string, started: number, status: number): void {
+  if (!measuring) return;
+  let t = tallies.get(label);
+  if (!t) tallies.set(label, (t = { times: [], errors: 0, statuses: {} }));
+  t.times.push(performance.now() - started);
+  t.statuses[status] = (t.statuses[status] ?? 0) + 1;
+  if (status < 200 || status >= 300) t.errors++;
+  timeline.push({ end: performance.now(), status });
+}
+
+const ledger = new WriteLedger();
+/**
+ * A write: keyed, retried with its key across faults (only when FAULTS are on; a plain day
+ * counts a failed write as an error and moves on). Every try is tallied; a 2xx is acknowledged.
+ */
+function write<T = any>(label: string, method: 'POST' | 'PUT', pathname: string, token: string, body: unknown, form?: () => FormData) {
+  return keyedWrite<T>({
+    url: origin + API + pathname,
+    label,
+    method,
+    token,
+    body,
+    ...(form ? { form } : {}),
+    retryForMs: FAULTS.length > 0 ? WRITE_RETRY_SECONDS * 1000 : 0,
+    onAttempt: (a: Attempt) => tally(label, a.at, a.status),
+  });
+}
 
 async function call<T = any>(label: string, method: string, pathname: string, token: string | null, body?: unknown): Promise<{ status: number; body: T }> {
   const headers: Record<string, string> = { accept: 'application/json' };
@@ -115,13 +200,7 @@ async function call<T = any>(label: string, method: string, pathname: string, to
   } catch {
     status = 0;
   }
-  if (measuring) {
-    let t = tallies.get(label);
-    if (!t) tallies.set(label, (t = { times: [], errors: 0, statuses: {} }));
-    t.times.push(performance.now() - started);
-    t.statuses[status] = (t.statuses[status] ?? 0) + 1;
-    if (status < 200 || status >= 300) t.errors++;
-  }
+  tally(label, started, status);
   return { status, body: parsed as T };
 }
 
@@ -151,6 +230,10 @@ interface Clinician {
   /** Today's open visits and how far each has got through its timer sequence. */
   readonly visits: Array<{ uuid: string; step: number }>;
   scheduled: number;
+  /** What this clinician's device must have been shown by the end (timerKey, dictation ids). */
+  readonly ackedTimers: string[];
+  readonly dictations: string[];
+  device: LoadDevice | null;
 }
 
 const today = new Date().toISOString().slice(0, 10);
@@ -163,6 +246,9 @@ const clinicians: Clinician[] = Array.from({ length: CLINICIANS }, (_, i) => ({
   patients: [],
   visits: [],
   scheduled: 0,
+  ackedTimers: [],
+  dictations: [],
+  device: null,
 }));
 
 async function schedule(c: Clinician): Promise<void> {
@@ -171,8 +257,11 @@ async function schedule(c: Clinician): Promise<void> {
   const minutes = 7 * 60 + ((c.scheduled * 37) % (11 * 60));
   const start_time = `${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`;
   c.scheduled++;
-  const r = await call<any>('POST /schedule-visit-request-save', 'POST', '/schedule-visit-request-save', c.token, { patient_uuid: patient.uuid, visit_date: today, start_time });
-  if (r.status === 200) c.visits.push({ uuid: r.body.data.uuid as string, step: 0 });
+  const r = await write<any>('POST /schedule-visit-request-save', 'POST', '/schedule-visit-request-save', c.token, { patient_uuid: patient.uuid, visit_date: today, start_time });
+  if (r.acknowledged) {
+    c.visits.push({ uuid: r.body.data.uuid as string, step: 0 });
+    ledger.visit(r.body.data.uuid as string);
+  }
 }
 
 await inPool(clinicians, SETUP_CONCURRENCY, async (c, i) => {
@@ -198,16 +287,22 @@ process.stderr.write(`set-up: ${CLINICIANS} clinicians, ${CLINICIANS * 2} patien
 // ---- RSS of the server process ---------------------------------------------------------------
 
 function rssMiB(): number {
-  const status = fs.readFileSync(`/proc/${server.pid}/status`, 'utf8');
-  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
-  return kb / 1024;
+  // After a kill -9 the restarted process is read (its pid is another); between the two, nothing.
+  try {
+    const status = fs.readFileSync(`/proc/${server.process.pid}/status`, 'utf8');
+    return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) / 1024;
+  } catch {
+    return Number.NaN;
+  }
 }
 const rss: Array<{ atSeconds: number; mib: number }> = [];
 
 // ---- the day -----------------------------------------------------------------------------------
 
-const sync = { connected: 0, initialFailed: 0, initialMs: [] as number[], changes: 0, frames: 0, deliveryMs: [] as number[], undelivered: 0, closedEarly: 0 };
+const sync = { connected: 0, initialFailed: 0, initialMs: [] as number[], changes: 0, frames: 0, deliveryMs: [] as number[], undelivered: 0, closedEarly: 0, reconnects: 0 };
 const think = () => new Promise((r) => setTimeout(r, THINK_MS * (0.5 + Math.random())));
+const dictationWav = silentWav(64_000);
+let visitsDocumented = 0;
 
 async function day(c: Clinician, deadline: number): Promise<void> {
   // Sign in as the app does at the start of a shift (a fresh token).
@@ -215,31 +310,27 @@ async function day(c: Clinician, deadline: number): Promise<void> {
   if (signIn.status === 200) c.token = signIn.body.data.token as string;
 
   const started = performance.now();
-  const peer = await SyncPeer.connect(syncUrl);
   let awaitingTimer: number | null = null;
   /** After the first sync: only then is a timer event's change on the socket a live delivery. */
   let live = false;
-  peer.on((m: Message) => {
-    if (m.type !== 'changes') return false;
+  const device = new LoadDevice(syncUrl, () => c.token);
+  c.device = device;
+  device.onChanges = (m) => {
     sync.frames++;
     sync.changes += m.changes.length;
     if (awaitingTimer !== null && m.changes.some((ch) => ch.table === 'timer_events')) {
       sync.deliveryMs.push(performance.now() - awaitingTimer);
       awaitingTimer = null;
     }
-    return false;
-  });
-  let closed = false;
-  peer.ws.on('close', () => (closed = true));
+  };
   // A first sync that has not finished by the end of the run is a failure of the run (counted),
   // not of the clinician's REST work, which goes on meanwhile.
-  void (async () => {
-    await peer.hello(c.token, null, randomUUID());
-    await peer.next('synced', undefined, Math.max(1000, deadline - performance.now()));
+  void eventually(() => {
+    if (!Number.isFinite(device.syncedAt)) throw new Error('not synced yet');
     sync.connected++;
-    sync.initialMs.push(performance.now() - started);
+    sync.initialMs.push(device.syncedAt - started);
     live = true;
-  })().catch(() => sync.initialFailed++);
+  }, { timeoutMs: Math.max(1000, deadline - performance.now()), intervalMs: 50 }).catch(() => sync.initialFailed++);
 
   let round = 0;
   while (performance.now() < deadline) {
@@ -248,23 +339,59 @@ async function day(c: Clinician, deadline: number): Promise<void> {
     await think();
     // The day in order: the first open visit until it is documented, then the next.
     const visit = c.visits[0];
-    if (!visit) break;
+    if (!visit) {
+      await schedule(c);
+      continue;
+    }
     await call('GET /visit-details/{uuid}', 'GET', `/visit-details/${visit.uuid}`, c.token);
     await think();
     const step = STEPS[visit.step] as (typeof STEPS)[number];
     if (awaitingTimer !== null) sync.undelivered++;
     awaitingTimer = live ? performance.now() : null;
-    const timer = await call('POST /visit-timer-events', 'POST', '/visit-timer-events', c.token, {
+    const event_time = new Date().toISOString();
+    const timer = await write('POST /visit-timer-events', 'POST', '/visit-timer-events', c.token, {
       schedule_uuid: visit.uuid,
-      events: [{ event_type: step, event_time: new Date().toISOString(), latitude: 41.925, longitude: -87.652, accuracy: 8 }],
+      events: [{ event_type: step, event_time, latitude: 41.925, longitude: -87.652, accuracy: 8 }],
     });
-    if (timer.status === 200) visit.step++;
-    else awaitingTimer = null;
+    if (timer.acknowledged) {
+      visit.step++;
+      ledger.timer({ visit: visit.uuid, type: step, time: event_time });
+      c.ackedTimers.push(timerKey(visit.uuid, step, event_time));
+    } else {
+      awaitingTimer = null;
+      // Where this visit stands is unknown (a write given up on): the clinician moves on.
+      c.visits.splice(c.visits.indexOf(visit), 1);
+      continue;
+    }
     await think();
-    await call('PUT /visit/{uuid}/mileage', 'PUT', `/visit/${visit.uuid}/mileage`, c.token, { total_miles: 3 + (round % 20), recorded_at: new Date().toISOString() });
+    const recorded_at = new Date().toISOString();
+    const miles = 3 + (round % 20);
+    const mileage = await write('PUT /visit/{uuid}/mileage', 'PUT', `/visit/${visit.uuid}/mileage`, c.token, { total_miles: miles, recorded_at });
+    if (mileage.acknowledged) ledger.setMileage(visit.uuid, miles, recorded_at);
     await think();
+    if (step === 'start_documentation' && DICTATE_EVERY > 0 && visitsDocumented++ % DICTATE_EVERY === 0) {
+      const form = () => {
+        const f = new FormData();
+        f.append('schedule_uuid', visit.uuid);
+        f.append('discipline', 'PT');
+        f.append('encounter_type', 'daily_note');
+        f.append('audio', new Blob([new Uint8Array(dictationWav)], { type: 'audio/wav' }), 'dictation.wav');
+        return f;
+      };
+      const up = await write<any>('POST /ai/process-audio', 'POST', '/ai/process-audio', c.token, undefined, form);
+      if (up.acknowledged) {
+        ledger.dictation(up.body.data.transcription_uuid as string);
+        c.dictations.push(up.body.data.transcription_uuid as string);
+      }
+      await think();
+    }
+    if (MAIL_EVERY > 0 && round % MAIL_EVERY === 1) {
+      const mail = await write('POST /verify-email/send-otp', 'POST', '/verify-email/send-otp', c.token, undefined);
+      if (mail.acknowledged) ledger.mail(c.email);
+      await think();
+    }
     if (visit.step === STEPS.length) {
-      await call('POST /patient-referral-end-visit-note', 'POST', '/patient-referral-end-visit-note', c.token, {
+      const note = await write('POST /patient-referral-end-visit-note', 'POST', '/patient-referral-end-visit-note', c.token, {
         schedule_uuid: visit.uuid,
         subjective: 'Reports less knee pain on stairs.',
         objective: 'Gait steady with cane; ROM 0–110°.',
@@ -273,6 +400,7 @@ async function day(c: Clinician, deadline: number): Promise<void> {
         vital_signs: { bp: '128/82', pulse: 72, spo2: 97 },
         signature: TINY_PNG,
       });
+      if (note.acknowledged) ledger.note(visit.uuid);
       c.visits.splice(c.visits.indexOf(visit), 1);
       await schedule(c);
       await think();
@@ -285,8 +413,103 @@ async function day(c: Clinician, deadline: number): Promise<void> {
       await think();
     }
   }
-  if (closed) sync.closedEarly++;
-  peer.close();
+  if (!device.connected) sync.closedEarly++;
+}
+
+// ---- faults ------------------------------------------------------------------------------------
+
+interface FaultFigures {
+  kind: NodeKind;
+  atSeconds: number;
+  /** The kill, in ms from the start of the load. */
+  killedAtMs: number;
+  jobsInStt: number;
+  exitMs: number;
+  readyMs: number;
+  /** Kill → the first acknowledged request after it. */
+  firstOkMs: number;
+  /** Server faults: kill → every device's socket has caught up again (a feed run ended after the restart). */
+  devicesResyncedMs: number | null;
+  devicesResynced: number | null;
+  devices: number;
+  /** The jobs locked at the kill (PostgreSQL: read from the queue) and when the last of them was done. */
+  lockedJobs: number | null;
+  lockedJobsDoneMs: number | null;
+}
+const faults: FaultFigures[] = [];
+
+/** The job ids locked right now (PostgreSQL only: the embedded database is the server's). */
+async function lockedJobIds(): Promise<string[] | null> {
+  if (!databaseUrl) return null;
+  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+  try {
+    const rows = await sql<{ id: string }[]>`select id::text as id from graphile_worker.jobs where locked_at is not null`;
+    return rows.map((r) => r.id);
+  } finally {
+    await sql.end();
+  }
+}
+
+async function jobsStillThere(ids: string[]): Promise<number> {
+  const sql = postgres(databaseUrl as string, { max: 1, onnotice: () => {} });
+  try {
+    const [row] = await sql<{ n: number }[]>`select count(*)::int as n from graphile_worker.jobs where id = any(${ids}::bigint[])`;
+    return row?.n ?? 0;
+  } finally {
+    await sql.end();
+  }
+}
+
+async function fault(kind: NodeKind, at: number): Promise<void> {
+  await new Promise((r) => setTimeout(r, Math.max(0, at - performance.now())));
+  // While a job runs: up to 30 s for a dictation to be inside its STT call.
+  await eventually(() => {
+    if (inStt === 0) throw new Error('no job in STT');
+  }, { timeoutMs: 30_000, intervalMs: 20 }).catch(() => {});
+  const node = kind === 'server' ? server : (worker as LoadNode);
+  const jobsInStt = inStt;
+  const locked = kind === 'worker' || !separateWorker ? await lockedJobIds() : null;
+  const killedAt = performance.now();
+  process.stderr.write(`fault: kill -9 ${kind} at ${((killedAt - loadStarted) / 1000).toFixed(0)} s (${jobsInStt} job(s) in STT)\n`);
+  const timing = await node.killAndRestart();
+  const readyAt = killedAt + timing.readyMs;
+  const firstOkWait = eventually(() => {
+    const e = timeline.find((x) => x.end > readyAt && x.status >= 200 && x.status < 300);
+    if (!e) throw new Error('no 2xx yet');
+    return e.end - killedAt;
+  }, { timeoutMs: 300_000, intervalMs: 100 }).catch(() => Number.NaN);
+  const active = () => clinicians.filter((c) => c.device !== null);
+  // Only a server's kill drops the sockets; a worker's leaves them be.
+  const resyncWait =
+    kind === 'server'
+      ? eventually(() => {
+          const behind = active().filter((c) => !((c.device as LoadDevice).syncedAt > readyAt));
+          if (behind.length > 0) throw new Error(`${behind.length} devices not caught up`);
+          return performance.now() - killedAt;
+        }, { timeoutMs: 300_000, intervalMs: 100 }).catch(() => Number.NaN)
+      : Promise.resolve(null);
+  const lockedWait =
+    locked && locked.length > 0
+      ? eventually(async () => {
+          if ((await jobsStillThere(locked)) > 0) throw new Error('killed jobs not done');
+          return performance.now() - killedAt;
+        }, { timeoutMs: 300_000, intervalMs: 250 }).catch(() => Number.NaN)
+      : Promise.resolve(null);
+  const [firstOk, resynced, lockedJobsDoneMs] = await Promise.all([firstOkWait, resyncWait, lockedWait]);
+  faults.push({
+    kind,
+    atSeconds: Math.round((killedAt - loadStarted) / 1000),
+    killedAtMs: killedAt - loadStarted,
+    jobsInStt,
+    exitMs: Math.round(timing.exitMs),
+    readyMs: Math.round(timing.readyMs),
+    firstOkMs: Math.round(firstOk),
+    devicesResyncedMs: resynced === null ? null : Math.round(resynced),
+    devicesResynced: resynced === null ? null : active().filter((c) => (c.device as LoadDevice).syncedAt > readyAt).length,
+    devices: active().length,
+    lockedJobs: locked ? locked.length : null,
+    lockedJobsDoneMs: lockedJobsDoneMs === null ? null : Math.round(lockedJobsDoneMs),
+  });
 }
 
 measuring = true;
@@ -294,6 +517,8 @@ const loadStarted = performance.now();
 const deadline = loadStarted + LOAD_SECONDS * 1000;
 rss.push({ atSeconds: 0, mib: rssMiB() });
 const sampler = setInterval(() => rss.push({ atSeconds: Math.round((performance.now() - loadStarted) / 1000), mib: rssMiB() }), RSS_EVERY_SECONDS * 1000);
+// The faults at evenly spaced points of the load (one: the middle; two: a third and two thirds).
+const faultRuns = FAULTS.map((kind, i) => fault(kind, loadStarted + ((i + 1) / (FAULTS.length + 1)) * LOAD_SECONDS * 1000));
 // The clinicians start over the first few seconds, as a shift does, not in one instant.
 const days = clinicians.map((c, i) => new Promise((r) => setTimeout(r, (i / CLINICIANS) * Math.min(10_000, LOAD_SECONDS * 200))).then(() => day(c, deadline)));
 const outcomes = await Promise.allSettled(days);
@@ -301,8 +526,60 @@ clearInterval(sampler);
 rss.push({ atSeconds: Math.round((performance.now() - loadStarted) / 1000), mib: rssMiB() });
 measuring = false;
 const loadSeconds = (performance.now() - loadStarted) / 1000;
-const failedDays = outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason));
-const serverAlive = server.child.exitCode === null;
+const faultOutcomes = await Promise.allSettled(faultRuns);
+const failedDays = [...outcomes, ...faultOutcomes].filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason));
+const serverAlive = server.alive() && (worker?.alive() ?? true);
+
+// ---- afterwards: devices reconciled, the ledger checked in the database --------------------------
+
+let reconcile: { devices: number; reconciled: number; waitedMs: number; missing: string[] } | null = null;
+let check: LedgerCheck | null = null;
+if (FAULTS.length > 0) {
+  const waitStarted = performance.now();
+  const missingOf = () => clinicians.flatMap((c) => (c.device ? c.device.missing({ timers: c.ackedTimers, completed: c.dictations }) : []));
+  await eventually(() => {
+    if (missingOf().length > 0) throw new Error('devices not reconciled');
+  }, { timeoutMs: 300_000, intervalMs: 250 }).catch(() => {});
+  const missing = missingOf();
+  const withDevice = clinicians.filter((c) => c.device);
+  reconcile = {
+    devices: withDevice.length,
+    reconciled: withDevice.filter((c) => (c.device as LoadDevice).missing({ timers: c.ackedTimers, completed: c.dictations }).length === 0).length,
+    waitedMs: Math.round(performance.now() - waitStarted),
+    missing: missing.slice(0, 5),
+  };
+  const settled = (c: LedgerCheck) => c.unfinished.length === 0 && c.jobsLeft.length === 0;
+  if (databaseUrl) {
+    const database = await openDatabase({ kind: 'postgres', url: databaseUrl, poolSize: 2 });
+    try {
+      check = await eventually(async () => {
+        const c = await checkLedger(database.db, ledger);
+        if (!settled(c)) throw Object.assign(new Error('jobs not settled'), { check: c });
+        return c;
+      }, { timeoutMs: 300_000, intervalMs: 500 }).catch(async () => checkLedger(database.db, ledger));
+    } finally {
+      await database.close();
+    }
+  } else {
+    // One process at a time on the embedded data dir: the server (it runs the jobs) stops for
+    // each look, and starts again to finish what is left.
+    for (let look = 0; look < 10; look++) {
+      await server.stop();
+      const database = await openDatabase({ kind: 'pglite', dataDir: path.join(dataDir, 'pgdata') });
+      try {
+        check = await checkLedger(database.db, ledger);
+      } finally {
+        await database.close();
+      }
+      if (settled(check)) break;
+      server.restartGracefully();
+      await server.ready();
+      await new Promise((r) => setTimeout(r, 5000));
+    }
+  }
+}
+sync.reconnects = clinicians.reduce((n, c) => n + Math.max(0, (c.device?.connects ?? 1) - 1), 0);
+for (const c of clinicians) await c.device?.close();
 await cleanup();
 
 // ---- report ------------------------------------------------------------------------------------
@@ -335,20 +612,68 @@ const third = (k: number) => {
   return percentile(sorted(xs), 50);
 };
 const rssGrowth = third(2) / third(1) - 1;
-const rssFlat = Number.isFinite(rssGrowth) && Math.abs(rssGrowth) <= 0.1;
+// A killed and restarted server starts its memory over: its thirds do not compare.
+const rssFlat = FAULTS.includes('server') ? null : Number.isFinite(rssGrowth) && Math.abs(rssGrowth) <= 0.1;
 const deliverySorted = sorted(sync.deliveryMs);
 const initialSorted = sorted(sync.initialMs);
 console.log(
   `\n${CLINICIANS} clinicians, ${fmt(loadSeconds, 0)} s, think ${THINK_MS} ms: ${total} requests (${fmt(total / loadSeconds)} req/s), error rate ${fmt((100 * errors) / Math.max(1, total), 3)} %` +
     `\nsync: ${sync.connected} sockets synced (${sync.initialFailed} first syncs unfinished at the end), initial sync p50 ${fmt(percentile(initialSorted, 50))} / p99 ${fmt(percentile(initialSorted, 99))} ms; ${sync.changes} changes in ${sync.frames} frames;` +
-    ` timer event REST → socket p50 ${fmt(percentile(deliverySorted, 50))} / p99 ${fmt(percentile(deliverySorted, 99))} ms (${sync.deliveryMs.length} timed, ${sync.undelivered} not seen before the next); ${sync.closedEarly} sockets closed early` +
+    ` timer event REST → socket p50 ${fmt(percentile(deliverySorted, 50))} / p99 ${fmt(percentile(deliverySorted, 99))} ms (${sync.deliveryMs.length} timed, ${sync.undelivered} not seen before the next); ${sync.closedEarly} sockets not connected at the end, ${sync.reconnects} reconnections` +
     `\nserver RSS MiB: ${rss.map((s) => `${s.atSeconds}s ${fmt(s.mib, 0)}`).join(', ')}` +
-    `\nRSS middle third → last third: ${fmt(third(1), 0)} → ${fmt(third(2), 0)} MiB (${fmt(100 * rssGrowth)} %): ${rssFlat ? 'flat' : 'NOT flat'}` +
+    `\nRSS middle third → last third: ${fmt(third(1), 0)} → ${fmt(third(2), 0)} MiB (${fmt(100 * rssGrowth)} %): ${rssFlat === null ? 'not comparable (the server was restarted)' : rssFlat ? 'flat' : 'NOT flat'}` +
     `\nload average before: ${uptimeBefore}; after: ${os.loadavg().map((n) => n.toFixed(2)).join(', ')}` +
     (failedDays.length ? `\nclinician loops that failed: ${failedDays.length} (${failedDays[0]})` : '') +
     (serverAlive ? '' : '\nTHE SERVER EXITED DURING THE RUN'),
 );
-if (errors > 0 || failedDays.length > 0 || sync.initialFailed > 0 || !serverAlive) process.exitCode = 1;
+
+// Faults: the error rate before the first kill is the same run's baseline; "during" is from a
+// kill until its node is ready again plus 10 s (the retries of writes caught by it land then).
+// Requests are placed by when they ended: one cut by a kill ends with it.
+const windowOf = (from: number, to: number) => {
+  const xs = timeline.filter((e) => e.end >= from && e.end < to);
+  const bad = xs.filter((e) => e.status < 200 || e.status >= 300);
+  return {
+    requests: xs.length,
+    errors: bad.length,
+    errorRate: bad.length / Math.max(1, xs.length),
+    noAnswer: bad.filter((e) => e.status === 0).length,
+    /** Retries meeting a claim the killed node left unfinished (409 idempotency_in_progress, for 120 s). */
+    inProgress: bad.filter((e) => e.status === 409).length,
+  };
+};
+faults.sort((a, b) => a.killedAtMs - b.killedAtMs);
+const faultWindows = faults.map((f, i) => {
+  const killedAt = loadStarted + f.killedAtMs;
+  const recovered = killedAt + f.readyMs + 10_000;
+  const next = faults[i + 1] ? loadStarted + (faults[i + 1] as FaultFigures).killedAtMs : Number.POSITIVE_INFINITY;
+  return { ...f, during: windowOf(killedAt, recovered), after: windowOf(recovered, next) };
+});
+const baseline = windowOf(0, faults[0] ? loadStarted + (faults[0] as FaultFigures).killedAtMs : Number.POSITIVE_INFINITY);
+// With faults, what must be clean is the day before the first kill; after one, the ledger decides.
+const errorsOutsideFaults = faultWindows.length > 0 ? baseline.errors : errors;
+if (FAULTS.length > 0) {
+  const pct = (w: ReturnType<typeof windowOf>) =>
+    `${fmt(100 * w.errorRate, 2)} % of ${w.requests}${w.errors ? ` (${w.noAnswer} unanswered, ${w.inProgress} × 409 in progress)` : ''}`;
+  console.log(`\nfaults (error rate before the first: ${pct(baseline)}):`);
+  for (const w of faultWindows) {
+    console.log(
+      `  kill -9 ${w.kind} at ${w.atSeconds} s (${w.jobsInStt} job(s) in STT${w.lockedJobs !== null ? `, ${w.lockedJobs} job(s) locked` : ''}): gone in ${w.exitMs} ms, ready again after ${fmt(w.readyMs / 1000)} s, ` +
+        `first 2xx after ${fmt(w.firstOkMs / 1000)} s` +
+        (w.devicesResyncedMs !== null ? `, ${w.devicesResynced}/${w.devices} devices caught up after ${fmt(w.devicesResyncedMs / 1000)} s` : '') +
+        (w.lockedJobsDoneMs !== null ? `, the locked jobs done after ${fmt(w.lockedJobsDoneMs / 1000)} s` : '') +
+        `; errors during ${pct(w.during)}, after ${pct(w.after)}`,
+    );
+  }
+  if (reconcile) console.log(`devices reconciled: ${reconcile.reconciled}/${reconcile.devices} (waited ${fmt(reconcile.waitedMs / 1000)} s after the load)${reconcile.missing.length ? `; e.g. missing ${reconcile.missing.join(', ')}` : ''}`);
+  if (check) {
+    console.log(describeCheck(check));
+    for (const m of [...check.missing, ...check.duplicated, ...check.unfinished].slice(0, 10)) console.log(`  ${m}`);
+  }
+}
+const ledgerBad = check !== null && (check.missing.length > 0 || check.duplicated.length > 0 || check.unfinished.length > 0 || check.jobsLeft.length > 0);
+const unreconciled = reconcile !== null && reconcile.reconciled < reconcile.devices;
+if (errorsOutsideFaults > 0 || failedDays.length > 0 || sync.initialFailed > 0 || !serverAlive || ledgerBad || unreconciled) process.exitCode = 1;
 
 console.log(
   JSON.stringify({
@@ -374,10 +699,15 @@ console.log(
       timerDeliveryP50Ms: Number(fmt(percentile(deliverySorted, 50))),
       timerDeliveryP99Ms: Number(fmt(percentile(deliverySorted, 99))),
       closedEarly: sync.closedEarly,
+      reconnects: sync.reconnects,
     },
     rssMiB: rss.map((s) => ({ atSeconds: s.atSeconds, mib: Number(s.mib.toFixed(1)) })),
     rssGrowthLastThird: Number(rssGrowth.toFixed(4)),
     rssFlat,
+    faults: faultWindows,
+    errorRateBeforeFaults: FAULTS.length > 0 ? Number(baseline.errorRate.toFixed(5)) : undefined,
+    reconcile,
+    ledger: check,
     failedLoops: failedDays.length,
     serverAlive,
     node: process.version,

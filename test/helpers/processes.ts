@@ -84,7 +84,7 @@ const running = new Set<ChildProcess>();
 export function spawnServer(
   env: Record<string, string | undefined>,
   opts: {
-    /** `worker`: a worker node without HTTP (`fieldchart worker`); it logs no URL, wait for `running()`. */
+    /** `worker`: `fieldchart worker`, a job-queue node without HTTP (it logs `Fieldchart worker running`, never a URL). */
     via?: 'npm-start' | 'cli' | 'worker';
     /** A command the server runs under, e.g. `['unshare', '--pid', '--fork', …]`; `pid` is then that command's. */
     wrap?: readonly string[];
