@@ -72,6 +72,8 @@ const envSchema = z.object({
   RATE_LIMIT_PER_USER_PER_MINUTE: int(1200, 0),
   RATE_LIMIT_PER_ADDRESS_PER_MINUTE: int(600, 0),
   IDEMPOTENCY_TTL_SECONDS: int(24 * 3600, 60),
+  /** 0: one fewer than the machine's cores, at least 1. */
+  PASSWORD_HASH_CONCURRENCY: int(0, 0),
   WORKER_ENABLED: bool(true),
   WORKER_CONCURRENCY: int(4, 1),
   WORKER_SWEEP_INTERVAL_MS: int(60_000, 100),
@@ -233,6 +235,8 @@ export interface Config {
     readonly requestsPerAddressPerMinute: number;
     readonly idempotencyTtlSeconds: number;
     readonly bodyLimitBytes: number;
+    /** argon2 computations at once (security/passwords.ts; 0: its default, cores − 1); the rest queue. */
+    readonly passwordHashConcurrency: number;
   };
   /**
    * Slow clients: the whole request (headers and body) must arrive within `requestMs`, the
@@ -476,6 +480,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       requestsPerAddressPerMinute: e.RATE_LIMIT_PER_ADDRESS_PER_MINUTE,
       idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
       bodyLimitBytes: e.BODY_LIMIT_BYTES,
+      passwordHashConcurrency: e.PASSWORD_HASH_CONCURRENCY,
     },
     timeouts: { requestMs: e.REQUEST_TIMEOUT_MS, headersMs: e.HEADERS_TIMEOUT_MS, connectionIdleMs: e.CONNECTION_TIMEOUT_MS },
     worker: { enabled: e.WORKER_ENABLED, concurrency: e.WORKER_CONCURRENCY, sweepIntervalMs: e.WORKER_SWEEP_INTERVAL_MS },

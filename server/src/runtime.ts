@@ -22,6 +22,7 @@ import { systemClock } from './clock.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { startMetricsListener } from './metrics/metrics-http.ts';
 import type { Services } from './services/index.ts';
+import { limitPasswordHashing } from './security/passwords.ts';
 
 export interface Runtime {
   readonly config: Config;
@@ -76,6 +77,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       // The lock says no other process has this database: any worker lock in it is a dead one.
       await unlockDeadWorkers(database.pglite);
     }
+    if (config.limits.passwordHashConcurrency > 0) limitPasswordHashing(config.limits.passwordHashConcurrency);
     const built = await buildServices(config, database.db, opts);
     cleanups.push(async () => built.close());
     const { services } = built;
