@@ -39,7 +39,7 @@ import { openDatabase } from '../server/src/db/database.ts';
 import { eventually } from '../test/helpers/eventually.ts';
 import { freePort } from '../test/helpers/processes.ts';
 import { silentWav } from '../test/helpers/wav.ts';
-import { startSttStandIn, verboseJson } from '../test/server/ai/pipeline/stt-stand-in.ts';
+import { startTimedSttStandIn } from '../test/server/ai/pipeline/stt-stand-in.ts';
 import { keyedWrite, type Attempt } from './support/keyed-write.ts';
 import { LoadDevice, timerKey } from './support/load-device.ts';
 import { LoadNode, type NodeKind } from './support/load-nodes.ts';
@@ -86,14 +86,7 @@ if (adminUrl) {
   databaseUrl = u.toString();
 }
 // The STT service the dictation jobs call: a stand-in that takes STT_MS, as a remote one would.
-const stt = await startSttStandIn();
-let inStt = 0;
-stt.script(async () => {
-  inStt++;
-  await new Promise((r) => setTimeout(r, STT_MS));
-  inStt--;
-  return { status: 200, json: verboseJson([{ start: 0, end: 2, text: 'Patient walked fifty feet with a walker.' }]) };
-});
+const { stt, inFlight: inStt } = await startTimedSttStandIn(STT_MS);
 // A port chosen beforehand: at LOG_LEVEL=warn the server does not log the one it listens on,
 // and a restarted server must come back on the same one.
 const port = await freePort();
@@ -464,10 +457,10 @@ async function fault(kind: NodeKind, at: number): Promise<void> {
   await new Promise((r) => setTimeout(r, Math.max(0, at - performance.now())));
   // While a job runs: up to 30 s for a dictation to be inside its STT call.
   await eventually(() => {
-    if (inStt === 0) throw new Error('no job in STT');
+    if (inStt() === 0) throw new Error('no job in STT');
   }, { timeoutMs: 30_000, intervalMs: 20 }).catch(() => {});
   const node = kind === 'server' ? server : (worker as LoadNode);
-  const jobsInStt = inStt;
+  const jobsInStt = inStt();
   const locked = kind === 'worker' || !separateWorker ? await lockedJobIds() : null;
   const killedAt = performance.now();
   process.stderr.write(`fault: kill -9 ${kind} at ${((killedAt - loadStarted) / 1000).toFixed(0)} s (${jobsInStt} job(s) in STT)\n`);

@@ -5,6 +5,7 @@
  * and a websocket (an upgraded HTTP connection) lives on the node that accepted it.
  */
 import net from 'node:net';
+import { relay } from './tcp-proxy.ts';
 
 export interface RoundRobinProxy {
   /** `http://127.0.0.1:<port>`: what the clients are given instead of a node's address. */
@@ -30,18 +31,12 @@ export async function startRoundRobinProxy(targets: readonly string[]): Promise<
     const target = upstreams[index] as { host: string; port: number };
     const upstream = net.connect(target.port, target.host);
     open.add(client).add(upstream);
-    // Either side ending ends both: a node that dies takes its clients' connections with it,
-    // as a balancer's would, and the clients reconnect (to the next node in turn).
-    const end = () => {
+    // A node that dies takes its clients' connections with it, as a balancer's would, and the
+    // clients reconnect (to the next node in turn).
+    relay(client, upstream, () => {
       open.delete(client);
       open.delete(upstream);
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;

@@ -19,6 +19,22 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
+/**
+ * Relays bytes both ways between two sockets, untouched; either side ending or failing ends
+ * both (as a network path or a balancer would), after `onEnd`.
+ */
+export function relay(client: net.Socket, upstream: net.Socket, onEnd: () => void): void {
+  const end = () => {
+    onEnd();
+    client.destroy();
+    upstream.destroy();
+  };
+  client.on('error', end).on('close', end);
+  upstream.on('error', end).on('close', end);
+  client.pipe(upstream);
+  upstream.pipe(client);
+}
+
 export async function startTcpProxy(target: string): Promise<TcpProxy> {
   let { hostname, port } = new URL(target);
   const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
@@ -31,15 +47,7 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
     const upstream = net.connect(Number(port), hostname);
     const pair = { client, upstream };
     pairs.add(pair);
-    const end = () => {
-      pairs.delete(pair);
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    relay(client, upstream, () => pairs.delete(pair));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address() as net.AddressInfo;

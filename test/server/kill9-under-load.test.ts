@@ -27,7 +27,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { freePort } from '../helpers/processes.ts';
 import { API, newAccount } from '../helpers/test-server.ts';
 import { silentWav } from '../helpers/wav.ts';
-import { startSttStandIn, verboseJson } from './ai/pipeline/stt-stand-in.ts';
+import { startTimedSttStandIn } from './ai/pipeline/stt-stand-in.ts';
 
 const CLINICIANS = 3;
 /** Under ABANDONED_AFTER_MS (120 s): a write whose claim a killed node left is given up, not acknowledged. */
@@ -52,14 +52,7 @@ for (const backend of backends) {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-kill9-'));
     const db = onPostgres ? await backend.open() : null;
     if (!onPostgres) await seedPgliteDataDir(path.join(dataDir, 'pgdata'));
-    const stt = await startSttStandIn();
-    let inStt = 0;
-    stt.script(async () => {
-      inStt++;
-      await new Promise((r) => setTimeout(r, STT_MS));
-      inStt--;
-      return { status: 200, json: verboseJson([{ start: 0, end: 2, text: 'Patient walked fifty feet with a walker.' }]) };
-    });
+    const { stt, inFlight: inStt } = await startTimedSttStandIn(STT_MS);
     const port = await freePort();
     const origin = `http://127.0.0.1:${port}`;
     const env = {
@@ -200,9 +193,9 @@ for (const backend of backends) {
     /** Kills `node` while a dictation job is inside its STT call; answers the timings. */
     async function killMidJob(node: LoadNode) {
       const ledgerBefore = ledger.size;
-      await eventually(() => assert.ok(ledger.size >= ledgerBefore + 6 && inStt > 0, `acks ${ledger.size - ledgerBefore}, jobs in STT ${inStt}, writes not acknowledged: ${JSON.stringify([...refused])}`), WAIT);
+      await eventually(() => assert.ok(ledger.size >= ledgerBefore + 6 && inStt() > 0, `acks ${ledger.size - ledgerBefore}, jobs in STT ${inStt()}, writes not acknowledged: ${JSON.stringify([...refused])}`), WAIT);
       const killedAt = performance.now();
-      const jobsInStt = inStt;
+      const jobsInStt = inStt();
       const timing = await node.killAndRestart();
       const firstAck = await eventually(() => {
         const a = attempts.find((x) => x.at > killedAt && x.status >= 200 && x.status < 300);

@@ -89,3 +89,19 @@ export async function startSttStandIn(): Promise<SttStandIn> {
       }),
   };
 }
+
+/**
+ * A stand-in that answers every request with one short dictation after `ms`, as a remote
+ * service would, and counts the requests it holds (a fault can be timed into a job's call).
+ */
+export async function startTimedSttStandIn(ms: number): Promise<{ readonly stt: SttStandIn; inFlight(): number }> {
+  const stt = await startSttStandIn();
+  let inFlight = 0;
+  stt.script(async () => {
+    inFlight++;
+    await new Promise((r) => setTimeout(r, ms));
+    inFlight--;
+    return { status: 200, json: verboseJson([{ start: 0, end: 2, text: 'Patient walked fifty feet with a walker.' }]) };
+  });
+  return { stt, inFlight: () => inFlight };
+}
