@@ -137,8 +137,12 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
           // PGlite runs COMMIT while it still counts as inside the transaction, so it does not
           // persist then: in a browser the commit reached IndexedDB only with the next statement
           // outside a transaction, and a reload before that lost it. Persisted here, a resolved
-          // transaction is on the device. (Directory and memory: nothing to do.)
-          await pg.syncToFs();
+          // transaction is on the device. (Directory and memory: nothing to do.) The transaction
+          // has committed, so a failure to persist it is state, not a rejection a caller would
+          // answer by making the write again; PGlite retries before the next statement.
+          await pg.syncToFs().catch((err: unknown) => {
+            options.onStorageError?.(storageErrorOf(err) ?? new StorageError('storage_unavailable', 'the device database could not be persisted', err));
+          });
           return result;
         })(),
       ),
