@@ -67,8 +67,8 @@ forEachBackend('draft keystrokes in Chromium', (backend) => {
       await profile.context.setOffline(true);
 
       const event = ev('start_travel', `${day}T08:30:00.000Z`);
-      // One keystroke per call, none awaited before the next, sections interleaved as a fast
-      // typist switching fields would not manage but a paste-per-key editor might.
+      // One keystroke per call, none awaited before the next, the sections interleaved so that
+      // every section has keystrokes at the end of the burst.
       await page.evaluate(
         async ([id, typed, timerEvent]) => {
           const h = (globalThis as unknown as { harness: Harness }).harness;
