@@ -104,10 +104,10 @@ forEachBackend('the field app at /app in Chromium', (backend) => {
       await page.locator(`[data-visit="${visitId}"] a`).click();
       await page.locator('main[data-rendered="visit"]').waitFor();
 
-      // The draft first, one edit, then the timer and the mileage. Draft edits made back to back
-      // just before an offline reload can be missing after it — a known issue of the device
-      // database (docs/field-app.md) — so the next section is typed after the reload.
-      await page.getByLabel('Subjective').fill('Reports less knee pain.');
+      // The draft first, key by key in one section and at once in another, then the timer and
+      // the mileage; all of it must come back after the offline reload.
+      await page.getByLabel('Subjective').pressSequentially('Reports less knee pain.');
+      await page.getByLabel('Plan').fill('Continue HEP twice daily.');
       await page.getByRole('button', { name: 'Start travel' }).click();
       await page.locator('#timer-events li[data-event="start_travel"]').waitFor();
       await page.getByRole('button', { name: 'Arrive' }).click();
@@ -129,8 +129,8 @@ forEachBackend('the field app at /app in Chromium', (backend) => {
       assert.deepEqual(await page.locator('#timer-events li').evaluateAll((els) => els.map((e) => e.getAttribute('data-event'))), ['start_travel', 'arrive']);
       assert.equal(await page.getByLabel('Total miles').inputValue(), '18.4');
       assert.equal(await page.getByLabel('Subjective').inputValue(), 'Reports less knee pain.');
+      assert.equal(await page.getByLabel('Plan').inputValue(), 'Continue HEP twice daily.');
       await page.locator('#receipt[data-receipt="device"]').waitFor();
-      await page.getByLabel('Plan').fill('Continue HEP twice daily.');
       await page.locator('#back').click();
       await page.locator('main[data-rendered="visit-list"]').waitFor();
       assert.equal(await listReceipt(page, visitId), 'device', '"On this phone" in the list');

@@ -136,8 +136,8 @@ forEachBackend('offline client: a full device storage', (backend) => {
       // Quiet again (reconnected, current), so the next write is the first statement to meet the full storage.
       await client.sync.whenSynced({ timeoutMs: 30_000 });
 
-      // A write: PGlite makes it in memory and persists it with the next statement, which
-      // meets the full quota. The write resolves and is queued; the failure is state.
+      // A write: made in memory, then persisted as its transaction ends, which meets the full
+      // quota. The write resolves and is queued; the failure is state.
       fs.full = true;
       await client.visits.recordTimerEvents(visitId, [ev('start_travel', `${today()}T08:30:00.000Z`)]);
       assert.equal(client.sync.status.lastError?.code, 'storage_full');

@@ -32,13 +32,16 @@ async function insertUpdate(tx: Queryable, doc: string, update: Uint8Array): Pro
   await tx.query('insert into draft_updates (id, doc, sealed) values ($1, $2, $3)', [id, doc, await tx.cipher.seal(update, draftUpdateAd(doc, id))]);
 }
 
-/** Stores an update; a device edit also bumps `local_seq`. Answers the draft's `local_seq`. */
-export async function appendDraftUpdate(db: LocalDb, doc: string, update: Uint8Array, local: boolean): Promise<number> {
+/**
+ * Stores an update that holds `localEdits` of the device's own edits (merged updates hold
+ * several), which `local_seq` counts. Answers the draft's `local_seq`.
+ */
+export async function appendDraftUpdate(db: LocalDb, doc: string, update: Uint8Array, localEdits: number): Promise<number> {
   return db.transaction(async (tx) => {
     await insertUpdate(tx, doc, update);
     const [row] = await tx.query<{ local_seq: number }>(
       `insert into drafts (doc, local_seq) values ($1, $2) on conflict (doc) do update set local_seq = drafts.local_seq + $2 returning local_seq`,
-      [doc, local ? 1 : 0],
+      [doc, localEdits],
     );
     return row?.local_seq ?? 0;
   });

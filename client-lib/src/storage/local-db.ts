@@ -45,9 +45,9 @@ export interface OpenLocalDbOptions {
   readonly openTimeoutMs?: number;
   /**
    * Hears every storage failure of the open database. PGlite persists after each statement
-   * outside a transaction (IndexedDB: IDBFS writes the changed files), not at COMMIT: a
-   * transaction is made in memory, and the statement after it may be the one that meets the
-   * full quota and fails — until space is freed, every statement does, as PGlite retries.
+   * outside a transaction (IndexedDB: IDBFS writes the changed files) and `transaction` after
+   * its COMMIT: a write that meets the full quota fails — until space is freed, every
+   * statement does, as PGlite retries.
    */
   readonly onStorageError?: (err: StorageError) => void;
   /** Where the device key is kept; by default the platform's place for `dataDir` (device-key.ts). */
@@ -130,7 +130,22 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
     get cipher() {
       return cipher;
     },
-    transaction: (fn) => guarded(pg.transaction((tx) => fn(wrap(tx)))),
+    transaction: (fn) =>
+      guarded(
+        (async () => {
+          const result = await pg.transaction((tx) => fn(wrap(tx)));
+          // PGlite runs COMMIT while it still counts as inside the transaction, so it does not
+          // persist then: in a browser the commit reached IndexedDB only with the next statement
+          // outside a transaction, and a reload before that lost it. Persisted here, a resolved
+          // transaction is on the device. (Directory and memory: nothing to do.) The transaction
+          // has committed, so a failure to persist it is state, not a rejection a caller would
+          // answer by making the write again; PGlite retries before the next statement.
+          await pg.syncToFs().catch((err: unknown) => {
+            options.onStorageError?.(storageErrorOf(err) ?? new StorageError('storage_unavailable', 'the device database could not be persisted', err));
+          });
+          return result;
+        })(),
+      ),
     async rotateKey() {
       const old = cipher;
       for (const t of SEALED_TABLES) {

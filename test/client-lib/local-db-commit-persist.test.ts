@@ -1,0 +1,61 @@
+/**
+ * A transaction of the device database is persisted when it resolves. PGlite runs COMMIT while
+ * it still counts as inside the transaction and so does not sync then; in a browser the commit
+ * reached IndexedDB only with the next statement outside a transaction, and a reload before
+ * that lost it. Modelled in Node with a file system that, like IDBFS, remembers the files'
+ * modification times at each sync: after the transaction, nothing may be left unsynced.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { MemoryFS } from '@electric-sql/pglite';
+import { openLocalDb } from '../../client-lib/src/storage/local-db.ts';
+
+interface EmscriptenFs {
+  readdir(path: string): string[];
+  lstat(path: string): { mode: number; mtime: Date };
+  isDir(mode: number): boolean;
+}
+
+/** MemoryFS that records, at each sync, what IDBFS would have stored. */
+class SyncRecordingFs extends MemoryFS {
+  private stored = new Map<string, number>();
+  private files(): Map<string, number> {
+    const fs = (this.pg as unknown as { Module: { FS: EmscriptenFs } }).Module.FS;
+    const out = new Map<string, number>();
+    const walk = (dir: string) => {
+      for (const name of fs.readdir(dir)) {
+        if (name === '.' || name === '..') continue;
+        const p = `${dir}/${name}`;
+        const st = fs.lstat(p);
+        if (fs.isDir(st.mode)) walk(p);
+        else out.set(p, st.mtime.getTime());
+      }
+    };
+    walk('/pglite/data');
+    return out;
+  }
+  /** Files changed since the last sync: what a reload now would lose. */
+  unsynced(): string[] {
+    return [...this.files()].filter(([p, t]) => this.stored.get(p) !== t).map(([p]) => p);
+  }
+  override async syncToFs(relaxedDurability?: boolean): Promise<void> {
+    this.stored = this.files();
+    return super.syncToFs(relaxedDurability);
+  }
+}
+
+test('a resolved transaction leaves nothing unsynced', async () => {
+  const fs = new SyncRecordingFs();
+  const db = await openLocalDb('memory://', { pglite: { fs } });
+  try {
+    await db.query('create table t (n int)');
+    for (let n = 1; n <= 3; n++) {
+      await db.transaction(async (tx) => {
+        await tx.query('insert into t (n) values ($1)', [n]);
+      });
+      assert.deepEqual(fs.unsynced(), [], `transaction ${n}: its commit is persisted`);
+    }
+  } finally {
+    await db.close();
+  }
+});
