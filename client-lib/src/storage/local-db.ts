@@ -12,28 +12,9 @@ import { metaAd } from './seal-ad.ts';
 import { ad, aesGcmCipher, SealBrokenError, type RowCipher } from './row-cipher.ts';
 import { StorageError, storageErrorOf } from './storage-errors.ts';
 import { tabNames, withTabLock, type DatabaseWorkerFactory } from './shared-db.ts';
+import type { PgliteAssets } from './pglite-assets.ts';
 
-/**
- * A PGlite file system (an instance of one of PGlite's `Filesystem` classes), handed to PGlite
- * as it is. Named by its shape, not by PGlite's type: PGlite's declarations need Node's and
- * Emscripten's types, which a browser app type-checking its libraries may not have.
- */
-export interface PgliteFilesystem {
-  initialSyncFs(): Promise<void>;
-  syncToFs(relaxedDurability?: boolean): Promise<void>;
-  closeFs(): Promise<void>;
-}
-
-/** What an app may hand PGlite: its own copies of the WASM and data assets, or its own file system. */
-export interface PgliteAssets {
-  /** `pglite.wasm`, compiled (`WebAssembly.compileStreaming(fetch(url))`). */
-  readonly pgliteWasmModule?: WebAssembly.Module;
-  /** `initdb.wasm`, compiled. */
-  readonly initdbWasmModule?: WebAssembly.Module;
-  /** The contents of `pglite.data`. */
-  readonly fsBundle?: Blob;
-  readonly fs?: PgliteFilesystem;
-}
+export type { PgliteAssets, PgliteFilesystem } from './pglite-assets.ts';
 
 export interface OpenLocalDbOptions {
   readonly pglite?: PgliteAssets;
@@ -192,7 +173,7 @@ async function openPglite(dataDir: string, options: OpenLocalDbOptions): Promise
   const opening: Promise<PGliteInterface> = options.worker
     ? // This tab's handle: queries go to whichever tab's worker leads (shared-db.ts).
       PGliteWorker.create(options.worker(), { dataDir, id: tabNames(dataDir).database })
-    : // PgliteAssets is PGlite's options by shape (see PgliteFilesystem).
+    : // PgliteAssets is PGlite's options by shape (see pglite-assets.ts PgliteFilesystem).
       PGlite.create(dataDir, { ...options.pglite } as PGliteOptions);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeoutMs = options.openTimeoutMs ?? DEFAULT_OPEN_TIMEOUT_MS;

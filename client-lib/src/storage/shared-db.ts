@@ -8,10 +8,10 @@
  * closes the next worker in line opens the database from IndexedDB.
  */
 // No PGlite type in a signature here: PGlite's declarations need Node's and Emscripten's types
-// (local-db.ts PgliteFilesystem), and these are the package's public declarations.
+// (pglite-assets.ts PgliteFilesystem), and these are the package's public declarations.
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import { worker } from '@electric-sql/pglite/worker';
-import type { PgliteAssets } from './local-db.ts';
+import type { PgliteAssets } from './pglite-assets.ts';
 
 /** Creates the app's database worker: `() => new Worker(new URL('./db-worker.js', import.meta.url), { type: 'module' })`. */
 export type DatabaseWorkerFactory = () => Worker;
@@ -39,7 +39,7 @@ export function tabsSupported(): boolean {
  */
 export function runDatabaseWorker(assets: PgliteAssets = {}): void {
   void worker({
-    // PgliteAssets is PGlite's options by shape (local-db.ts PgliteFilesystem).
+    // PgliteAssets is PGlite's options by shape (pglite-assets.ts PgliteFilesystem).
     init: (options) => PGlite.create(options.dataDir ?? 'memory://', { ...assets } as PGliteOptions),
   });
 }

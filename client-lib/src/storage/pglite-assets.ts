@@ -1,0 +1,21 @@
+/**
+ * A PGlite file system (an instance of one of PGlite's `Filesystem` classes), handed to PGlite
+ * as it is. Named by its shape, not by PGlite's type: PGlite's declarations need Node's and
+ * Emscripten's types, which a browser app type-checking its libraries may not have.
+ */
+export interface PgliteFilesystem {
+  initialSyncFs(): Promise<void>;
+  syncToFs(relaxedDurability?: boolean): Promise<void>;
+  closeFs(): Promise<void>;
+}
+
+/** What an app may hand PGlite: its own copies of the WASM and data assets, or its own file system. */
+export interface PgliteAssets {
+  /** `pglite.wasm`, compiled (`WebAssembly.compileStreaming(fetch(url))`). */
+  readonly pgliteWasmModule?: WebAssembly.Module;
+  /** `initdb.wasm`, compiled. */
+  readonly initdbWasmModule?: WebAssembly.Module;
+  /** The contents of `pglite.data`. */
+  readonly fsBundle?: Blob;
+  readonly fs?: PgliteFilesystem;
+}
