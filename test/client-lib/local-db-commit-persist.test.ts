@@ -9,30 +9,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MemoryFS } from '@electric-sql/pglite';
 import { openLocalDb } from '../../client-lib/src/storage/local-db.ts';
-
-interface EmscriptenFs {
-  readdir(path: string): string[];
-  lstat(path: string): { mode: number; mtime: Date };
-  isDir(mode: number): boolean;
-}
+import { dataFileTimes } from './memory-fs-files.ts';
 
 /** MemoryFS that records, at each sync, what IDBFS would have stored. */
 class SyncRecordingFs extends MemoryFS {
   private stored = new Map<string, number>();
   private files(): Map<string, number> {
-    const fs = (this.pg as unknown as { Module: { FS: EmscriptenFs } }).Module.FS;
-    const out = new Map<string, number>();
-    const walk = (dir: string) => {
-      for (const name of fs.readdir(dir)) {
-        if (name === '.' || name === '..') continue;
-        const p = `${dir}/${name}`;
-        const st = fs.lstat(p);
-        if (fs.isDir(st.mode)) walk(p);
-        else out.set(p, st.mtime.getTime());
-      }
-    };
-    walk('/pglite/data');
-    return out;
+    return dataFileTimes(this.pg);
   }
   /** Files changed since the last sync: what a reload now would lose. */
   unsynced(): string[] {

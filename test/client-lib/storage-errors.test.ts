@@ -19,13 +19,8 @@ import { eventually } from '../helpers/eventually.ts';
 import { registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { createPatient, scheduleVisit } from '../server/visits/visit-fixtures.ts';
 import { ev } from './support.ts';
+import { dataFileTimes } from './memory-fs-files.ts';
 import { storageErrorOf } from '../../client-lib/src/storage/storage-errors.ts';
-
-interface EmscriptenFs {
-  readdir(path: string): string[];
-  lstat(path: string): { mode: number; mtime: Date };
-  isDir(mode: number): boolean;
-}
 
 /**
  * IDBFS as the quota sees it: like IDBFS's reconcile, a sync writes the files of the database
@@ -37,19 +32,7 @@ class QuotaFs extends MemoryFS {
   full = false;
   private stored = new Map<string, number>();
   private files(): Map<string, number> {
-    const fs = (this.pg as unknown as { Module: { FS: EmscriptenFs } }).Module.FS;
-    const out = new Map<string, number>();
-    const walk = (dir: string) => {
-      for (const name of fs.readdir(dir)) {
-        if (name === '.' || name === '..') continue;
-        const p = `${dir}/${name}`;
-        const st = fs.lstat(p);
-        if (fs.isDir(st.mode)) walk(p);
-        else out.set(p, st.mtime.getTime());
-      }
-    };
-    walk('/pglite/data');
-    return out;
+    return dataFileTimes(this.pg);
   }
   override async syncToFs(relaxedDurability?: boolean): Promise<void> {
     const now = this.files();

@@ -1,0 +1,26 @@
+/**
+ * What IDBFS's reconcile looks at, for tests that stand in for IndexedDB with PGlite's MemoryFS:
+ * every file of the data directory with its modification time.
+ */
+interface EmscriptenFs {
+  readdir(path: string): string[];
+  lstat(path: string): { mode: number; mtime: Date };
+  isDir(mode: number): boolean;
+}
+
+/** `pg` is a MemoryFS's `this.pg` (the PGlite it serves). */
+export function dataFileTimes(pg: unknown): Map<string, number> {
+  const fs = (pg as { Module: { FS: EmscriptenFs } }).Module.FS;
+  const out = new Map<string, number>();
+  const walk = (dir: string) => {
+    for (const name of fs.readdir(dir)) {
+      if (name === '.' || name === '..') continue;
+      const p = `${dir}/${name}`;
+      const st = fs.lstat(p);
+      if (fs.isDir(st.mode)) walk(p);
+      else out.set(p, st.mtime.getTime());
+    }
+  };
+  walk('/pglite/data');
+  return out;
+}
