@@ -2,6 +2,7 @@ import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import { createOnce } from './key-file.ts';
 
 /**
  * PHI at rest: AES-256-GCM under a key ring. Each value is stored as
@@ -129,13 +130,7 @@ export async function loadPhiKeyFile(opts: { phiKeys: string | null; dataDir: st
   const file = phiKeyFileOf(opts.dataDir);
   const existing = await readPhiKeyFile(file);
   if (existing) return existing;
-  await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  try {
-    await fs.writeFile(file, JSON.stringify(generateKeyFile(), null, 2), { mode: 0o600, flag: 'wx' });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-  return parseKeyFile(await fs.readFile(file, 'utf8'), file);
+  return parseKeyFile(await createOnce(file, JSON.stringify(generateKeyFile(), null, 2)), file);
 }
 
 /** The key file as it is on disk, or null when there is none; never creates one. */

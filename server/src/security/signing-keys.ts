@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
 import { z } from 'zod';
+import { createOnce } from './key-file.ts';
 
 export const ACCESS_TOKEN_ALG = 'ES256';
 
@@ -51,12 +52,6 @@ export async function loadSigningKeys(opts: { privateJwks: string | null; dataDi
   const jwk = await exportJWK(privateKey);
   const kid = `fc-${new Date().toISOString().slice(0, 10)}-${Math.random().toString(36).slice(2, 8)}`;
   const json = JSON.stringify({ keys: [{ ...jwk, kid, alg: ACCESS_TOKEN_ALG, use: 'sig' }] }, null, 2);
-  await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  try {
-    // 'wx': if another process created it first, use theirs.
-    await fs.writeFile(file, json, { mode: 0o600, flag: 'wx' });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-  return fromJwks(await fs.readFile(file, 'utf8'), file);
+  // If another process created it first, use theirs.
+  return fromJwks(await createOnce(file, json), file);
 }
