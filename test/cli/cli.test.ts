@@ -429,7 +429,7 @@ describe('fieldchart CLI on PostgreSQL', { skip: pgBackend ? false : 'TEST_DATAB
       async () => {
         const items = await cliJson<any[]>(['mail', 'list'], env);
         const found = items.find((m) => m.to === u.email && m.status === 'sent');
-        assert.ok(found);
+        assert.ok(found, 'not yet: found');
         return found;
       },
       { timeoutMs: 30_000, intervalMs: 200 },

@@ -30,7 +30,7 @@ test('a feed unit is applied with its checkpoint or not at all; the device resum
       { table: 'patients', op: 'upsert', id: p, row: patientRow(p) },
       { table: 'visits', op: 'upsert', id: v, row: visitRow(v, p, '2026-11-25') },
     ]);
-    await eventually(() => assert.ok(peer.hellos.length > cursorHellos));
+    await eventually(() => assert.ok(peer.hellos.length > cursorHellos, 'not yet: peer.hellos.length > cursorHellos'));
     assert.equal(await client.visits.get(v), null, 'half a unit is never visible');
     assert.equal(await client.patients.get(p), null);
     const refusedCursor = peer.hellos.at(-1)?.cursor;
@@ -56,7 +56,7 @@ test('deletes remove rows; visits outside the window are pruned with their event
       { table: 'visits', op: 'upsert', id: gone, row: visitRow(gone, null, '2026-11-23') },
       { table: 'visit_mileage', op: 'upsert', id: outside, row: { schedule_uuid: outside, total_miles: 3, travel_miles: null, onsite_miles: null, recorded_at: '2026-10-01T10:00:00.000Z' } },
     ]);
-    await eventually(async () => assert.ok(await client.visits.get(outside)));
+    await eventually(async () => assert.ok(await client.visits.get(outside), 'not yet: await client.visits.get(outside)'));
     peer.publish([{ table: 'visits', op: 'delete', id: gone }]);
     await eventually(async () => assert.equal(await client.visits.get(gone), null));
     peer.window = { from: '2026-11-01', to: '2026-12-31' };
@@ -117,7 +117,7 @@ test('hello carries the token (never the URL); 4401 refreshes over REST and reco
     assert.equal(peer.refreshCalls[refreshes], 'refresh-0');
     assert.notEqual(peer.hellos.at(-1)?.token, 'token-0');
     const authBefore = peer.authTokens.length;
-    await eventually(() => assert.ok(peer.authTokens.length > authBefore), { timeoutMs: 20_000 });
+    await eventually(() => assert.ok(peer.authTokens.length > authBefore, 'not yet: peer.authTokens.length > authBefore'), { timeoutMs: 20_000 });
     assert.equal(peer.authTokens.at(-1), `token-${peer.refreshCalls.length}`);
   } finally {
     peer.tokenExpiresAt = () => new Date(Date.now() + 3600_000).toISOString();
@@ -129,12 +129,12 @@ test('hello carries the token (never the URL); 4401 refreshes over REST and reco
 test('4409 superseded: the client comes back under a new client id; 4403: it signs out', async () => {
   peer.onHello = () => null;
   const a = await signedInClient(peer.url);
-  await eventually(() => assert.ok(a.sync.status.connected));
+  await eventually(() => assert.ok(a.sync.status.connected, 'not yet: a.sync.status.connected'));
   const sa = peer.open().at(-1);
   const firstId = sa?.hello.client_id;
   const b = await signedInClient(peer.url);
   try {
-    await eventually(() => assert.ok(b.sync.status.connected));
+    await eventually(() => assert.ok(b.sync.status.connected, 'not yet: b.sync.status.connected'));
     const sb = peer.open().at(-1);
     const hellosOfB = () => peer.hellos.filter((h) => h.client_id === sb?.hello.client_id).length;
     const before = hellosOfB();
@@ -148,7 +148,7 @@ test('4409 superseded: the client comes back under a new client id; 4403: it sig
     await eventually(() => {
       const last = peer.hellos.at(-1);
       assert.ok(last && last.client_id !== firstId && last.client_id !== sb?.hello.client_id, 'a hello under a new client id');
-      assert.ok(a.sync.status.connected);
+      assert.ok(a.sync.status.connected, 'not yet: a.sync.status.connected');
     }, { timeoutMs: 10_000 });
     assert.equal(hellosOfB(), before, 'the disabled one does not reconnect');
   } finally {

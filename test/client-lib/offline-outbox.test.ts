@@ -101,7 +101,7 @@ test('a restart mid-upload resumes from the stored outbox: entries whose answers
     peer.onMutation = () => 'hold';
     const hellos = peer.hellos.length;
     const first = await signedInClient(peer.url, dir);
-    await eventually(() => assert.ok(peer.hellos.length > hellos));
+    await eventually(() => assert.ok(peer.hellos.length > hellos, 'not yet: peer.hellos.length > hellos'));
     const clientId = peer.hellos.at(-1)?.client_id;
     const before = peer.frames.length;
     for (const name of ['A', 'B', 'C']) await first.patients.create({ first_name: name, last_name: 'Restart' });

@@ -72,7 +72,7 @@ for (const backend of backends) {
       fs.rmSync(deviceDir, { recursive: true, force: true });
     });
 
-    const url = await server.url();
+    const url = await server.url(WAIT.timeoutMs);
     const account = newAccount();
     const registered = await call<{ token: string }>(url, 'POST', '/register', null, account);
     await call(url, 'PUT', '/my-settings', registered.token, { time_zone: 'UTC' });
@@ -135,7 +135,7 @@ for (const backend of backends) {
         if (s.lastError) trace.push(`${Date.now() - online} ms ${s.lastError.code}: ${s.lastError.message}`);
       });
       // When no ack comes, what the device and the server were doing is the only clue.
-      await eventually(() => assert.ok(killed), WAIT).catch((err: unknown) => {
+      await eventually(() => assert.ok(killed, `round ${round}: no kill yet`), WAIT).catch((err: unknown) => {
         throw new Error(`${String(err)}\ndevice errors:\n${[...new Set(trace)].slice(-40).join('\n')}\nserver log:\n${server.stderr().slice(-6000)}`);
       });
       offTrace();

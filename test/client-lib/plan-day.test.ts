@@ -70,7 +70,7 @@ forEachBackend('offline client: planDay', (backend) => {
       await device.sync.whenSynced({ timeoutMs: 30_000 });
       const savedPolicy = await device.rest.scheduling.policy();
       proxy.cut();
-      await eventually(() => assert.ok(!device.sync.status.connected), { timeoutMs: 20_000 });
+      await eventually(() => assert.ok(!device.sync.status.connected, 'not yet: !device.sync.status.connected'), { timeoutMs: 20_000 });
 
       const plan = await device.visits.planDay(tomorrow, { policy: savedPolicy });
       assert.deepEqual(plan, serverPlan.body.data);

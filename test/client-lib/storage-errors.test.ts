@@ -115,7 +115,7 @@ forEachBackend('offline client: a full device storage', (backend) => {
       const second = await createPatient(server, user);
       await eventually(() => assert.equal(client.sync.status.lastError?.code, 'storage_full'), { timeoutMs: 30_000 });
       fs.full = false;
-      await eventually(async () => assert.ok((await client.patients.list()).some((p) => p.uuid === second.uuid)), { timeoutMs: 30_000 });
+      await eventually(async () => assert.ok((await client.patients.list()).some((p) => p.uuid === second.uuid), 'not yet: (await client.patients.list()).some((p) => p.uuid === second.uuid)'), { timeoutMs: 30_000 });
       // Quiet again (reconnected, current), so the next write is the first statement to meet the full storage.
       await client.sync.whenSynced({ timeoutMs: 30_000 });
 

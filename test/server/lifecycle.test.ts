@@ -158,7 +158,7 @@ describe('server lifecycle (npm start)', () => {
     await eventually(() => assert.equal(signIns(), before + 1), { timeoutMs: 10_000 });
 
     s.child.kill('SIGTERM');
-    await eventually(() => assert.ok(s.logs().some((l) => l.msg === 'shutting down: finishing in-flight requests')), {
+    await eventually(() => assert.ok(s.logs().some((l) => l.msg === 'shutting down: finishing in-flight requests'), 'the shutdown is not logged yet'), {
       timeoutMs: 10_000,
     });
     // It stops accepting connections while the request is still open.

@@ -54,7 +54,7 @@ forEachBackend('metrics', (backend) => {
     await server.request('GET', '/no-such-page');
     const text = await eventually(async () => {
       const t = await scrape();
-      assert.ok((sample(t, 'fieldchart_http_requests_total', { method: 'GET', route: '/api/therapist/v1/my-profile', status: '200' }) ?? 0) >= 2);
+      assert.ok((sample(t, 'fieldchart_http_requests_total', { method: 'GET', route: '/api/therapist/v1/my-profile', status: '200' }) ?? 0) >= 2, 'fewer than 2 GET /my-profile requests counted yet');
       return t;
     });
     assert.equal(sample(text, 'fieldchart_http_requests_total', { method: 'GET', route: '/api/therapist/v1/visit-details/:scheduleUuid', status: '404' }), 1);
