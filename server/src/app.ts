@@ -262,7 +262,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         rate: services.requestRate,
         limits: { perUser: config.limits.requestsPerUserPerMinute, perAddress: config.limits.requestsPerAddressPerMinute },
       });
-      await api.register(idempotency, { idempotency: services.idempotency });
+      await api.register(idempotency, { idempotency: services.idempotency, unitOfWork: services.unitOfWork });
       await api.register(authRoutes, { services });
       await api.register(accountRoutes, { services });
       await api.register(organizationRoutes, { services });

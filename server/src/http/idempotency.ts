@@ -1,14 +1,44 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import fp from 'fastify-plugin';
 import { isDatabaseUnreachable } from '../db/reachability.ts';
 import { Invalid } from '../errors.ts';
 import { safeError } from '../log-safety.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { Idempotency } from '../services/idempotency.ts';
 
+/** Hands the serialised answer to the handler's transaction, and waits for it to commit. */
+interface Capture {
+  readonly payload: Promise<string>;
+  give(payload: string): void;
+  readonly committed: Promise<void>;
+  settle(err: unknown): void;
+}
+
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * A write that creates records under ids the server chooses: with an Idempotency-Key,
+     * its stored answer commits in the write's own transaction, so a retry after a crash
+     * between the two cannot write it twice. `lazy` for handlers whose writes are one
+     * transaction of their own (it becomes the request's, and holds nothing while an upload
+     * streams); `eager` for a write made of single statements. Only for handlers that record
+     * nothing before refusing (no attempt counters or throttles): a refusal rolls back.
+     */
+    idempotentWrite?: 'lazy' | 'eager';
+  }
   interface FastifyRequest {
     idempotency: { scope: string; key: string } | null;
+    idempotencyCapture: Capture | null;
   }
+}
+
+function capture(): Capture {
+  let give: (payload: string) => void = () => {};
+  let settle: (err: unknown) => void = () => {};
+  const payload = new Promise<string>((r) => (give = r));
+  const committed = new Promise<void>((resolve, reject) => (settle = (err) => (err === null ? resolve() : reject(err))));
+  committed.catch(() => {});
+  return { payload, give, committed, settle };
 }
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
@@ -21,8 +51,47 @@ function scopeOf(request: FastifyRequest): string {
 
 /** Replays the first response to a repeated POST/PUT carrying the same Idempotency-Key. */
 export const idempotency = fp(
-  async (app: FastifyInstance, opts: { idempotency: Idempotency }) => {
+  async (app: FastifyInstance, opts: { idempotency: Idempotency; unitOfWork: UnitOfWork }) => {
     app.decorateRequest('idempotency', null);
+    app.decorateRequest('idempotencyCapture', null);
+    // A keyed create and its stored answer commit in one transaction: a server killed between
+    // the two can no longer leave a committed write under an unfinished claim, which a retry
+    // after the claim was abandoned would have written a second time. Other routes keep the
+    // separate answer: a request-wide transaction would roll back what they record before
+    // refusing (a one-time code's burned attempt, a throttle's count).
+    app.addHook('onRoute', (route) => {
+      const mode = route.config?.idempotentWrite;
+      if (!mode) return;
+      const eager = mode === 'eager';
+      const handler = route.handler;
+      route.handler = async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+        const claim = request.idempotency;
+        if (!claim) return handler.call(this, request, reply);
+        const answer = capture();
+        request.idempotencyCapture = answer;
+        try {
+          await opts.unitOfWork.request(async () => {
+            const result: unknown = await handler.call(this, request, reply);
+            // A hijacked reply (the tus upload) answers on its own, past every hook.
+            if (reply.sent) return;
+            if (result !== reply && result !== undefined) void reply.send(result);
+            const payload = await answer.payload;
+            await opts.idempotency.complete(claim.scope, claim.key, reply.statusCode, payload);
+          }, { eager });
+        } catch (err) {
+          if (request.idempotencyCapture === answer) {
+            // Nothing was sent yet: the error takes the usual path (its answer is stored, or a
+            // 5xx releases the key), and the rolled-back write is as if never tried.
+            request.idempotencyCapture = null;
+            throw err;
+          }
+          answer.settle(err);
+          return reply;
+        }
+        answer.settle(null);
+        return reply;
+      } as RouteHandlerMethod;
+    });
     app.addHook('preHandler', async (request, reply) => {
       if (request.method !== 'POST' && request.method !== 'PUT') return;
       const key = request.headers['idempotency-key'];
@@ -43,6 +112,16 @@ export const idempotency = fp(
       request.idempotency = { scope, key };
     });
     app.addHook('onSend', async (request, reply, payload) => {
+      const answer = request.idempotencyCapture;
+      if (answer) {
+        request.idempotencyCapture = null;
+        answer.give(typeof payload === 'string' ? payload : '');
+        // A failed commit rejects here: the error's own answer (503 when the database is
+        // away) replaces this one, and the key is released with it.
+        await answer.committed;
+        request.idempotency = null;
+        return payload;
+      }
       if (!request.idempotency) return payload;
       const { scope, key } = request.idempotency;
       request.idempotency = null;

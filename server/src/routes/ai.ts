@@ -15,6 +15,7 @@ export const aiPipelineRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
   await app.register(async (scope) => {
     await registerMultipart(scope);
     scope.post('/ai/process-audio', {
+      config: { idempotentWrite: 'lazy' },
       schema: {
         tags,
         summary: 'Transcribe a visit dictation and draft its SOAP note (asynchronous)',

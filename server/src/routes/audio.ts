@@ -51,6 +51,7 @@ export const audioRoutes: FastifyPluginAsyncZod<{ services: Services; apiPrefix:
   await app.register(async (scope) => {
     await registerMultipart(scope);
     scope.post('/visit-audio-upload', {
+      config: { idempotentWrite: 'lazy' },
       schema: {
         tags,
         summary: 'Upload a visit recording (multipart: audio file, schedule_uuid)',

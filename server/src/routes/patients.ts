@@ -68,6 +68,7 @@ export const patientRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
   });
 
   app.post('/patient/create', {
+    config: { idempotentWrite: 'eager' },
     schema: { tags, summary: 'Create a patient and open its referral', body: patientCreateBody, response: { 200: envelope(patientCreated), ...errors(401, 422) } },
     handler: async (req) => ok(await patients.create(await ctxOf(req), req.body), 'Patient created'),
   });

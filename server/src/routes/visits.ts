@@ -24,6 +24,7 @@ const tags = ['Visits'];
 
 export const visitRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   app.post('/schedule-visit-request-save', {
+    config: { idempotentWrite: 'lazy' },
     schema: {
       tags,
       summary: 'Schedule a visit',

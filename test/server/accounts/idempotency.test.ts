@@ -195,4 +195,51 @@ forEachBackend('accounts: idempotent retries', (backend) => {
     assertError(later, 422, 'email_taken');
     assert.equal(later.headers.get('idempotent-replayed'), null);
   });
+
+  for (const route of ['/patient/create', '/schedule-visit-request-save'] as const) {
+    test(`${route}: a keyed create and its stored answer commit together; a cut between them writes nothing, the retry writes once`, async () => {
+      // Stands in for a server killed after its write and before recording the answer:
+      // while the flag row exists, recording any completed answer fails.
+      await query(server, sql`create table if not exists fc_test_cut (on_ boolean)`);
+      await query(
+        server,
+        sql.raw(`create or replace function fc_test_cut_completion() returns trigger language plpgsql as $$
+          begin
+            if new.completed_at is not null and exists (select 1 from fc_test_cut) then raise exception 'cut'; end if;
+            return new;
+          end $$`),
+      );
+      await query(server, sql`drop trigger if exists fc_test_cut_completion on idempotency_keys`);
+      await query(server, sql`create trigger fc_test_cut_completion before update on idempotency_keys for each row execute function fc_test_cut_completion()`);
+      const me = await registerUser(server);
+      let body: Record<string, unknown> = { first_name: 'Cut', last_name: 'Write', address: '1 Main St' };
+      let table = sql.raw('patients');
+      if (route === '/schedule-visit-request-save') {
+        const patient = await server.api('POST', '/patient/create', { token: me.token, body });
+        assertOk(patient);
+        body = { patient_uuid: patient.body.data.uuid, visit_date: '2026-12-01', start_time: '09:00' };
+        table = sql.raw('visits');
+      }
+      const before = await countRows(server, sql`select count(*)::int as n from ${table} where owner_id = ${me.uuid}::uuid`);
+      const written = async () => (await countRows(server, sql`select count(*)::int as n from ${table} where owner_id = ${me.uuid}::uuid`)) - before;
+      const key = randomUUID();
+      try {
+        await query(server, sql`insert into fc_test_cut values (true)`);
+        const cut = await post(route, key, body, me.token);
+        assert.ok(cut.status >= 500, `expected a 5xx, got ${cut.status}`);
+        assert.equal(await written(), 0, 'the write committed without its answer');
+      } finally {
+        await query(server, sql`delete from fc_test_cut`);
+      }
+      // Past the time after which an unfinished claim counts as abandoned.
+      clock.advance(121);
+      const retry = await post(route, key, body, me.token);
+      assertOk(retry);
+      const again = await post(route, key, body, me.token);
+      assert.equal(again.headers.get('idempotent-replayed'), 'true');
+      assert.deepEqual(again.body, retry.body);
+      assert.equal(await written(), 1);
+      await query(server, sql`drop trigger fc_test_cut_completion on idempotency_keys`);
+    });
+  }
 });
