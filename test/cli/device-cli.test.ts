@@ -34,9 +34,14 @@ describe('fieldchart device on PostgreSQL', { skip: pgBackend ? false : 'TEST_DA
   test('device list shows a user’s devices; device revoke closes the connected one with 4411, audited; bad input changes nothing', async () => {
     const user = await registerUser(server);
     const [kept, lost] = [randomUUID(), randomUUID()];
+    // Each device with its own session, as the client library signs in: revoking one device
+    // ends the sessions it used.
+    const lostSignIn = await server.api('POST', '/sign-in', { body: { email: user.email, password: user.password } });
+    assert.equal(lostSignIn.status, 200, JSON.stringify(lostSignIn.body));
+    const lostToken = lostSignIn.body.data.token as string;
     const keptSocket = await helloSync(server, user.token, kept);
     await nextFeed(keptSocket.socket);
-    const lostSocket = await helloSync(server, user.token, lost);
+    const lostSocket = await helloSync(server, lostToken, lost);
     await nextFeed(lostSocket.socket);
 
     const listed = await cliJson(['device', 'list', '--user', user.email], env);
@@ -75,7 +80,10 @@ describe('fieldchart device on PostgreSQL', { skip: pgBackend ? false : 'TEST_DA
     const rows = (Array.isArray(audit) ? audit : (audit as { rows: unknown[] }).rows) as { action: string; outcome: string; details: { op: string } }[];
     assert.deepEqual(rows.map((r) => [r.action, r.outcome, r.details.op]), [['update', 'success', 'revoke']]);
 
-    // The user's other device is still open.
+    // The revoked device's session is over on the REST API; the user's other device is still open.
+    const refused = await server.api('GET', '/my-profile', { token: lostToken });
+    assert.deepEqual([refused.status, refused.body], [401, { status: false, message: 'This device was revoked', code: 'device_revoked' }]);
+    assert.equal((await server.api('GET', '/my-profile', { token: user.token })).status, 200);
     assert.equal(keptSocket.socket.ws.readyState, keptSocket.socket.ws.OPEN);
     keptSocket.socket.close();
   });

@@ -4,7 +4,9 @@
  * revoke` runs) while offline with a queued write, or while connected, or while draining its
  * outbox over HTTP; and a device whose user left the organization whose data it holds. Each
  * ends with no canary on the device, the old key gone, and the queued writes never applied;
- * the user's other devices go on.
+ * the user's other devices go on. Revoking a device also ends the sessions it used: its
+ * tokens are refused on the REST API (401 `device_revoked`) and cannot be refreshed, so a
+ * device offline when it was revoked learns it from its refresh and wipes itself too.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -13,10 +15,13 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { createFieldchartClient } from '@fieldchart/client';
+import { CLOSE_CODES } from '@fieldchart/schema/sync';
 import { operationContext, runOperation } from '@fieldchart/server';
 import { KEY_FILE } from '../../client-lib/src/platform/device-key-node.ts';
 import { forEachBackend } from '../helpers/backends.ts';
+import { manualClock } from '../helpers/clock.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { helloSync, nextFeed, openSync, type SyncSocket } from '../helpers/sync-socket.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 import { API, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { createPatient, scheduleVisit, utcClinician, type User } from '../server/visits/visit-fixtures.ts';
@@ -39,6 +44,11 @@ forEachBackend('revoked devices wipe themselves', (backend) => {
 
   const operation = (name: string, args: Record<string, unknown>) => runOperation(operationContext(server.runtime.services, server.runtime.database), name, args);
   const devicesOf = async (user: User) => ((await operation('device.list', { user: user.email })) as { items: Device[] }).items;
+  const helloWith = async (token: string, clientId: string) => {
+    const socket = await openSync(server);
+    socket.send({ type: 'hello', protocol: 2, token, client_id: clientId, cursor: null });
+    return socket;
+  };
   const tagOf = () => randomUUID().replaceAll('-', '').slice(0, 10);
   const phoneOnServer = async (user: User, patientId: string) => {
     const signIn = await server.api('POST', '/sign-in', { body: { email: user.email, password: user.password } });
@@ -146,6 +156,120 @@ forEachBackend('revoked devices wipe themselves', (backend) => {
       assert.equal(client.sync.status.connected, false, 'never connected by websocket');
     } finally {
       await client.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  /** The close code, or a failure within 10 s rather than a hung test. */
+  const closeCode = async (socket: SyncSocket) => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('the socket was not closed within 10 s')), 10_000)));
+    try {
+      return (await Promise.race([socket.closed, late])).code;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  const REVOKED_BODY = { status: false, message: 'This device was revoked', code: 'device_revoked' };
+
+  test('revoking a device ends the sessions it used: REST answers its token 401 device_revoked and refuses its refresh; the user’s other devices and sessions go on', async () => {
+    const user = await utcClinician(server);
+    const signIn = async () => {
+      const res = await server.api('POST', '/sign-in', { body: { email: user.email, password: user.password } });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return res.body.data as { token: string; refresh_token: string };
+    };
+    const profile = (token: string) => server.api('GET', '/my-profile', { token });
+    const refresh = (refreshToken: string) => server.api('POST', '/token/refresh', { body: { refresh_token: refreshToken } });
+    // One session per device, as the client library signs in.
+    const [lostPair, keptPair, httpPair] = [await signIn(), await signIn(), await signIn()];
+    const [lostId, keptId, httpId] = [randomUUID(), randomUUID(), randomUUID()];
+    const lost = await helloSync(server, lostPair.token, lostId);
+    await nextFeed(lost.socket);
+    const kept = await helloSync(server, keptPair.token, keptId);
+    await nextFeed(kept.socket);
+    // A device that never opened a socket: known only by its mutations over HTTP.
+    const overHttp = await server.api('POST', '/sync/mutations', {
+      token: httpPair.token,
+      body: { client_id: httpId, mutations: [{ mutation_id: 1, name: 'patient.create', args: { uuid: randomUUID(), first_name: 'Http', last_name: 'Only' }, client_time: new Date().toISOString() }] },
+    });
+    assert.equal(overHttp.status, 200, JSON.stringify(overHttp.body));
+    assert.equal((await profile(lostPair.token)).status, 200);
+
+    await operation('device.revoke', { client_id: lostId, user: user.email });
+    assert.equal(await closeCode(lost.socket), CLOSE_CODES.device_revoked);
+    const refused = await profile(lostPair.token);
+    assert.equal(refused.status, 401, JSON.stringify(refused.body));
+    assert.deepEqual(refused.body, REVOKED_BODY);
+    const noRefresh = await refresh(lostPair.refresh_token);
+    assert.equal(noRefresh.status, 401, JSON.stringify(noRefresh.body));
+    assert.deepEqual(noRefresh.body, REVOKED_BODY);
+    // Its token at hello: the device is told to wipe (4411), not to sign in again.
+    assert.equal(await closeCode(await helloWith(lostPair.token, lostId)), CLOSE_CODES.device_revoked);
+
+    // The user's other device: its socket stays open, its token works, and it refreshes.
+    assert.equal(kept.socket.ws.readyState, kept.socket.ws.OPEN);
+    assert.equal((await profile(keptPair.token)).status, 200);
+    const renewed = await refresh(keptPair.refresh_token);
+    assert.equal(renewed.status, 200, JSON.stringify(renewed.body));
+    assert.equal((await profile((renewed.body.data as { token: string }).token)).status, 200);
+    assert.equal((await profile(user.token)).status, 200, 'a session no device used is untouched');
+
+    // The same install signed in again: refused at hello, and the new session ends with it.
+    const again = await signIn();
+    assert.equal(await closeCode(await helloWith(again.token, lostId)), CLOSE_CODES.device_revoked);
+    assert.deepEqual((await profile(again.token)).body, REVOKED_BODY);
+
+    // The HTTP-only device's session ends with it as well; the other device still goes on.
+    await operation('device.revoke', { client_id: httpId });
+    assert.deepEqual((await profile(httpPair.token)).body, REVOKED_BODY);
+    assert.equal((await profile((renewed.body.data as { token: string }).token)).status, 200);
+    assert.equal(kept.socket.ws.readyState, kept.socket.ws.OPEN);
+    kept.socket.close();
+  });
+
+  test('a device offline when it was revoked, whose access token expired meanwhile, has its refresh refused and wipes itself', async () => {
+    // The server's clock moves past the access token's life (1 h) without the test waiting.
+    const clock = manualClock();
+    const timed = await startTestServer(backend, { clock });
+    const user = await utcClinician(timed);
+    const tag = tagOf();
+    const canary = { first: `Expiraby${tag}`, phone: `+1 312 555 ${tag.slice(0, 4)}x${tag.slice(4)}`, pendingPhone: `+1 773 555 ${tag.slice(0, 4)}y${tag.slice(4)}` };
+    const proxy = await startTcpProxy(timed.url);
+    const dir = tempDataDir();
+    const client = await openClient(proxy.url, dir);
+    try {
+      await client.signIn({ email: user.email, password: user.password });
+      const patient = await client.patients.create({ first_name: canary.first, last_name: 'Canary', phone: canary.phone });
+      await client.sync.whenSynced(WAIT);
+      const oldKey = fs.readFileSync(path.join(dir, KEY_FILE));
+      const [device] = ((await runOperation(operationContext(timed.runtime.services, timed.runtime.database), 'device.list', { user: user.email })) as { items: Device[] }).items;
+      assert.ok(device);
+
+      proxy.cut();
+      await eventually(() => assert.equal(client.sync.status.connected, false), WAIT);
+      await client.patients.update(patient.uuid, { phone: canary.pendingPhone });
+      await runOperation(operationContext(timed.runtime.services, timed.runtime.database), 'device.revoke', { client_id: device.client_id });
+      clock.advance(2 * 3600);
+
+      proxy.restore();
+      await eventually(() => assert.equal(client.sync.status.halted, 'device_revoked'), WAIT);
+      assert.equal(client.sync.status.lastError?.code, 'device_revoked');
+      await eventually(async () => {
+        assert.deepEqual(await client.patients.list(), []);
+        assert.equal(client.sync.status.pending, 0);
+      }, WAIT);
+      assert.equal(client.sync.status.signedIn, false);
+      await client.close();
+      assert.deepEqual(findTexts(dir, Object.values(canary)), [], 'no canary left on the device');
+      assert.deepEqual(findBytes(dir, oldKey), [], 'the old key is nowhere');
+      const signIn = await timed.api('POST', '/sign-in', { body: { email: user.email, password: user.password } });
+      const mine = await timed.api('GET', '/patient/my-patients?per_page=50', { token: signIn.body.data.token as string });
+      assert.equal((mine.body.data as { uuid: string; phone: string | null }[]).find((p) => p.uuid === patient.uuid)?.phone, canary.phone, 'the queued write never reached the server');
+    } finally {
+      await client.close().catch(() => {});
+      await proxy.close();
+      await timed.close();
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });

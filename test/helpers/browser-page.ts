@@ -46,8 +46,11 @@ export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 120_000 });
 }
 
-/** A persistent context on a new, empty user-data dir: IndexedDB lives in files on disk. */
-export async function launchPersistent(): Promise<{ context: BrowserContext; close(): Promise<void> }> {
+/**
+ * A persistent context on a new, empty user-data dir: IndexedDB lives in files on disk
+ * (`userDataDir`, removed by `close`; a test may read it after `context.close()`).
+ */
+export async function launchPersistent(): Promise<{ context: BrowserContext; userDataDir: string; close(): Promise<void> }> {
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-chromium-'));
   let context: BrowserContext;
   try {
@@ -58,6 +61,7 @@ export async function launchPersistent(): Promise<{ context: BrowserContext; clo
   }
   return {
     context,
+    userDataDir,
     async close() {
       await context.close().catch(() => {});
       fs.rmSync(userDataDir, { recursive: true, force: true });

@@ -28,8 +28,11 @@ export interface SessionOptions {
   readonly fetch?: FetchLike;
   /** How long before the access token expires to refresh it (ms); default: a fifth of its life, 5 s to 60 s. */
   readonly refreshLeadMs?: number;
-  /** The refresh token was refused: the session is over (the engine stops syncing). */
-  readonly onEnded: (reason: 'unauthorized') => Promise<void>;
+  /**
+   * The refresh token was refused: the session is over (the engine stops syncing) —
+   * `device_revoked` when it ended with this device's revocation (the device must wipe).
+   */
+  readonly onEnded: (reason: 'unauthorized' | 'device_revoked') => Promise<void>;
 }
 
 export class Session {
@@ -156,7 +159,12 @@ export class Session {
       this.refused = false;
     } catch (err) {
       // 409: the same refresh is still being answered (idempotency): not the end of the session.
-      if (err instanceof FieldchartApiError && err.status >= 400 && err.status < 500 && err.status !== 429 && err.status !== 409) {
+      if (err instanceof FieldchartApiError && err.code === 'device_revoked') {
+        // A device offline when it was revoked refreshes its token before its next hello:
+        // this refusal is then the first it hears of it, and it must wipe as on 4411.
+        this.opts.status.fail('device_revoked', 'this device was revoked');
+        await this.opts.onEnded('device_revoked');
+      } else if (err instanceof FieldchartApiError && err.status >= 400 && err.status < 500 && err.status !== 429 && err.status !== 409) {
         this.opts.status.fail('unauthorized', `the session is over (${err.code}): sign in again`);
         await this.opts.onEnded('unauthorized');
       } else {

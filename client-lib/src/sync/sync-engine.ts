@@ -104,7 +104,11 @@ export class SyncEngine {
       status: this.state,
       baseUrl: opts.baseUrl,
       ...(opts.fetch ? { fetch: opts.fetch } : {}),
-      onEnded: (reason) => this.endSession(reason),
+      // A session ended with the device's revocation: the device is wiped, as on 4411.
+      onEnded: async (reason) => {
+        await this.endSession(reason);
+        if (reason === 'device_revoked') await this.wipeDevice();
+      },
     });
     this.drafts = new DraftSync({
       db,
@@ -128,8 +132,9 @@ export class SyncEngine {
       onRekeyed: () => (this.conn ? this.conn.close(CLOSE_CODES.client_reconnect, 'new client id') : this.useHttpIfBlocked()),
     });
     this.http = httpCarrier(this.session.rest, () => clientIdOf(db), (err) => {
-      // The HTTP fallback's answer to a revoked device: the same end as the socket's 4411.
-      if (err instanceof FieldchartApiError && err.status === 403 && err.code === 'device_revoked') {
+      // The HTTP fallback's answer to a revoked device (403; 401 when the token's session ended
+      // with it): the same end as the socket's 4411.
+      if (err instanceof FieldchartApiError && (err.status === 403 || err.status === 401) && err.code === 'device_revoked') {
         this.enqueue(() => this.endAndWipe('device_revoked', err.message));
       }
     });

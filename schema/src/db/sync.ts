@@ -1,5 +1,5 @@
-import { bigint, bigserial, index, integer, jsonb, pgTable, primaryKey, text, uuid } from 'drizzle-orm/pg-core';
-import { users } from './accounts.ts';
+import { bigint, bigserial, foreignKey, index, integer, jsonb, pgTable, primaryKey, text, uuid } from 'drizzle-orm/pg-core';
+import { sessions, users } from './accounts.ts';
 import { visits } from './clinical.ts';
 import { createdAt, ts, updatedAt } from './columns.ts';
 
@@ -40,6 +40,30 @@ export const syncClients = pgTable(
     updatedAt: updatedAt(),
   },
   (t) => [primaryKey({ columns: [t.userId, t.clientId] })],
+);
+
+/**
+ * The sessions a device has said hello with (recorded at hello): revoking the device
+ * (`fieldchart device revoke`) revokes these sessions too, so the tokens it holds stop working
+ * on the REST API and cannot be refreshed. A session normally has one device; a token copied
+ * to another install links both, and revoking either ends it.
+ */
+export const syncClientSessions = pgTable(
+  'sync_client_sessions',
+  {
+    userId: uuid('user_id').notNull(),
+    clientId: uuid('client_id').notNull(),
+    sessionId: uuid('session_id')
+      .notNull()
+      .references(() => sessions.id, { onDelete: 'cascade' }),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.userId, t.clientId, t.sessionId] }),
+    foreignKey({ columns: [t.userId, t.clientId], foreignColumns: [syncClients.userId, syncClients.clientId] }).onDelete('cascade'),
+    // The cascade from a deleted session (expired sessions are cleaned up) looks rows up by it.
+    index('sync_client_sessions_session_idx').on(t.sessionId),
+  ],
 );
 
 /**

@@ -48,6 +48,7 @@ export const syncRoutes: FastifyPluginAsyncZod<{ hub: SyncHub; hooks: SyncHooks 
         organizationId,
         requestIdPrefix: String(req.id),
         protocol: req.body.protocol ?? 1,
+        linkSession: true,
       };
       const batch = req.body.mutations.map((m) => ({ type: 'mutation' as const, ...m }));
       let outcome: BatchOutcome;
@@ -59,6 +60,7 @@ export const syncRoutes: FastifyPluginAsyncZod<{ hub: SyncHub; hooks: SyncHooks 
         req.log.warn({ err: safeError(err) }, 'sync mutations over HTTP not applied');
         throw new Unavailable('The mutations could not be applied now; retry', 'sync_unavailable');
       }
+      if (outcome.kind === 'session' && outcome.state === 'device_revoked') throw deviceRevoked();
       if (outcome.kind === 'session') throw new Unauthorized('Invalid or expired token', 'invalid_token');
       if (outcome.kind === 'device_revoked') throw deviceRevoked();
       return ok({ last_mutation_id: outcome.lastMutationId, results: outcome.replies });

@@ -15,8 +15,18 @@ export type Refusal =
   | 'organization_left';
 
 /** A session's state as the sessions service answers it, as a refusal (null: live). */
-export function refusalOfSession(state: 'live' | 'revoked' | 'disabled'): Refusal | null {
-  return state === 'live' ? null : state === 'revoked' ? 'session_revoked' : 'account_disabled';
+export function refusalOfSession(state: 'live' | 'revoked' | 'device_revoked' | 'disabled'): Refusal | null {
+  switch (state) {
+    case 'live':
+      return null;
+    case 'revoked':
+      return 'session_revoked';
+    // The session ended with its device: the device is told to wipe (4411), not to sign in again.
+    case 'device_revoked':
+      return 'device_revoked';
+    case 'disabled':
+      return 'account_disabled';
+  }
 }
 
 const CLOSES: Record<Refusal, { readonly code: CloseCodeName; readonly text: string }> = {

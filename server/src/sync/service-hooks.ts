@@ -68,7 +68,7 @@ export function syncHooksOf(deps: {
     },
 
     async admit(identity, clientId, holdsData) {
-      const standing = await services.devices.admit(identity.userId, clientId, holdsData, identity.organizationId);
+      const standing = await services.devices.admit(identity.userId, clientId, identity.sessionId, holdsData, identity.organizationId);
       return standing === 'ok' ? null : standing;
     },
 

@@ -55,8 +55,11 @@ forEachBackend('sync device standing', (backend) => {
 
     const again = await hello(user.token, clientId, null);
     assert.equal(await closeCode(again), CLOSE_CODES.device_revoked);
-    // Another device of the same user is welcome.
-    const other = await helloSync(server, user.token, randomUUID());
+    // The session the revoked install said hello with ends with it (its own token would not
+    // carry a device anywhere). Another device of the same user, with its own session, is welcome.
+    assert.equal((await server.api('GET', '/my-profile', { token: user.token })).status, 401);
+    const signIn = await server.api('POST', '/sign-in', { body: { email: user.email, password: user.password } });
+    const other = await helloSync(server, signIn.body.data.token as string, randomUUID());
     other.socket.close();
   });
 

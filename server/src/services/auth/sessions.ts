@@ -46,6 +46,19 @@ export interface SessionExtra {
 /** Longer strings are refused without a lookup (issued tokens are far shorter). */
 const MAX_REFRESH_TOKEN_CHARS = 512;
 
+/**
+ * `sessions.revoked_reason` of the sessions a device used when an operator revoked the device
+ * (`fieldchart device revoke`): their tokens are then refused as `device_revoked`, so the
+ * device learns to wipe itself rather than just sign in again.
+ */
+export const DEVICE_REVOKED = 'device_revoked';
+
+/** The refusal of a token or refresh token whose session ended with its device. */
+const deviceRevoked = () => new Unauthorized('This device was revoked', DEVICE_REVOKED);
+
+/** A session as the sync channel sees it: `device_revoked` when it ended with its device's revocation. */
+export type SessionState = 'live' | 'revoked' | 'device_revoked' | 'disabled';
+
 export function createSessions(deps: { db: Db; clock: Clock; accessTokens: AccessTokens; refreshTtlSeconds: number }) {
   const { clock, accessTokens } = deps;
   /**
@@ -54,10 +67,10 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
    * PREPAREd in SQL on PGlite), with the route's extra column when it names one.
    */
   const checkSession = (sessionId: string, userId: string, extra: SessionExtra | undefined) =>
-    runPrepared<{ revoked_at: unknown; disabled_at: unknown; organization_id: string | null; role: string | null; time_zone: string | null; extra: unknown }>(
+    runPrepared<{ revoked_at: unknown; revoked_reason: string | null; disabled_at: unknown; organization_id: string | null; role: string | null; time_zone: string | null; extra: unknown }>(
       deps.db,
       extra?.name ?? 'session_check',
-      sql`select s.revoked_at, users.disabled_at, m.organization_id, m.role, cs.time_zone, ${extra?.column ?? sql`null`} as extra
+      sql`select s.revoked_at, s.revoked_reason, users.disabled_at, m.organization_id, m.role, cs.time_zone, ${extra?.column ?? sql`null`} as extra
         from ${sessions} s join ${users} on users.id = s.user_id
         left join ${organizationMembers} m on m.user_id = users.id
         left join ${clinicianSettings} cs on cs.user_id = users.id
@@ -96,6 +109,7 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
       // The claims are verified; an id that is not a uuid names no session (and is not worth a lookup).
       if (!isUuid(claims.sessionId) || !isUuid(claims.userId)) throw new Unauthorized('Invalid or expired token', 'invalid_token');
       const [row] = await checkSession(claims.sessionId, claims.userId, extra);
+      if (row?.revoked_at && row.revoked_reason === DEVICE_REVOKED) throw deviceRevoked();
       if (!row || row.revoked_at) throw new Unauthorized('Invalid or expired token', 'invalid_token');
       if (row.disabled_at) throw new Unauthorized('This account is disabled', 'account_disabled');
       const seat = row.organization_id ? { organizationId: row.organization_id, role: row.role === 'admin' ? ('admin' as const) : ('member' as const) } : null;
@@ -103,12 +117,13 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
     },
 
     /** Whether a session still admits its user (the sync channel re-checks open sockets). */
-    async state(userId: string, sessionId: string): Promise<'live' | 'revoked' | 'disabled'> {
+    async state(userId: string, sessionId: string): Promise<SessionState> {
       const [row] = await deps.db
-        .select({ revokedAt: sessions.revokedAt, disabledAt: users.disabledAt })
+        .select({ revokedAt: sessions.revokedAt, revokedReason: sessions.revokedReason, disabledAt: users.disabledAt })
         .from(sessions)
         .innerJoin(users, eq(users.id, sessions.userId))
         .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId)));
+      if (row?.revokedAt && row.revokedReason === DEVICE_REVOKED) return 'device_revoked';
       if (!row || row.revokedAt) return 'revoked';
       return row.disabledAt ? 'disabled' : 'live';
     },
@@ -130,6 +145,7 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
             expiresAt: refreshTokens.expiresAt,
             retiredAt: refreshTokens.retiredAt,
             revokedAt: sessions.revokedAt,
+            revokedReason: sessions.revokedReason,
             userId: sessions.userId,
             disabledAt: users.disabledAt,
           })
@@ -138,6 +154,7 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
           .innerJoin(users, eq(users.id, sessions.userId))
           .where(eq(refreshTokens.tokenHash, hash))
           .for('update', { of: refreshTokens });
+        if (row?.revokedAt && row.revokedReason === DEVICE_REVOKED) throw deviceRevoked();
         if (!row || row.revokedAt) throw new Unauthorized('Invalid refresh token', 'invalid_token');
         if (row.retiredAt) {
           await tx

@@ -4,12 +4,13 @@
  * hello, whether a device may sync and whether it must first wipe what it holds
  * (docs/sync-protocol.md, Revoked devices; Leaving an organization).
  */
-import { and, asc, eq, inArray, sql } from 'drizzle-orm';
-import { syncClients, users } from '@fieldchart/schema/db';
+import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { sessions, syncClientSessions, syncClients, users } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
 import { NotFound } from '../../errors.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
+import { DEVICE_REVOKED } from '../auth/sessions.ts';
 import { isUuid } from '../ids.ts';
 import { findUserByEmail, findUserById } from '../users/user-profile.ts';
 import { SYNC_CHANNELS } from './channels.ts';
@@ -39,6 +40,33 @@ export function standingOf(row: { revokedAt: Date | null; syncedOrganizationId: 
   if (row?.revokedAt) return 'device_revoked';
   if (holdsData && row?.syncedOrganizationId && row.syncedOrganizationId !== seat) return 'organization_left';
   return 'ok';
+}
+
+/**
+ * Records that the device (`clientId` for `userId`, whose `sync_clients` row exists) used the
+ * session. Once per session and device: the insert of a known pair changes nothing.
+ */
+export async function linkSession(tx: Db, userId: string, clientId: string, sessionId: string): Promise<void> {
+  await tx.insert(syncClientSessions).values({ userId, clientId, sessionId }).onConflictDoNothing();
+}
+
+/**
+ * Ends the sessions the device used (for `userIds`): its tokens are refused from now on, on
+ * the REST API as on the socket, and cannot be refreshed. The users' other sessions (other
+ * devices) are left alone.
+ */
+async function revokeSessionsOf(tx: Db, clientId: string, userIds: readonly string[], now: Date): Promise<number> {
+  if (userIds.length === 0) return 0;
+  const used = tx
+    .select({ id: syncClientSessions.sessionId })
+    .from(syncClientSessions)
+    .where(and(eq(syncClientSessions.clientId, clientId), inArray(syncClientSessions.userId, [...userIds])));
+  const ended = await tx
+    .update(sessions)
+    .set({ revokedAt: now, revokedReason: DEVICE_REVOKED })
+    .where(and(inArray(sessions.id, used), isNull(sessions.revokedAt)))
+    .returning({ id: sessions.id });
+  return ended.length;
 }
 
 export function createDevices(deps: { db: Db; clock: Clock; audit: AuditLog }) {
@@ -97,9 +125,10 @@ export function createDevices(deps: { db: Db; clock: Clock; audit: AuditLog }) {
           .set({ revokedAt: sql`coalesce(${syncClients.revokedAt}, ${now.toISOString()}::timestamptz)`, updatedAt: now })
           .where(where);
         const userIds = [...new Set(found.map((f) => f.userId))];
+        const sessionsEnded = await revokeSessionsOf(tx, clientId, userIds, now);
         // Sent on commit: each node re-checks these users' sockets (hub.ts) and closes this one.
         for (const id of userIds) await tx.execute(sql`select pg_notify(${SYNC_CHANNELS.session}, ${id})`);
-        note({ details: { users: userIds.length, newly: found.filter((f) => f.revokedAt === null).length } });
+        note({ details: { users: userIds.length, newly: found.filter((f) => f.revokedAt === null).length, sessions: sessionsEnded } });
         return userIds;
       });
       const rows = await db
@@ -112,11 +141,13 @@ export function createDevices(deps: { db: Db; clock: Clock; audit: AuditLog }) {
     },
 
     /**
-     * A device says hello: recorded as seen (created if new), and judged. A device allowed on
-     * records the seat it is welcomed under — unless it must first wipe what an ended seat
-     * gave it, which it shows by coming back without a cursor.
+     * A device says hello: recorded as seen (created if new), with the session it said hello
+     * with, and judged. A device allowed on records the seat it is welcomed under — unless it
+     * must first wipe what an ended seat gave it, which it shows by coming back without a
+     * cursor. A revoked device's session ends here too: the same install signed in again
+     * (docs/sync-protocol.md) holds no token that works.
      */
-    async admit(userId: string, clientId: string, holdsData: boolean, seat: string | null): Promise<DeviceStanding> {
+    async admit(userId: string, clientId: string, sessionId: string, holdsData: boolean, seat: string | null): Promise<DeviceStanding> {
       return db.transaction(async (tx) => {
         const now = clock.now();
         const [row] = await tx
@@ -125,6 +156,8 @@ export function createDevices(deps: { db: Db; clock: Clock; audit: AuditLog }) {
           .onConflictDoUpdate({ target: [syncClients.userId, syncClients.clientId], set: { lastSeenAt: now } })
           .returning({ revokedAt: syncClients.revokedAt, syncedOrganizationId: syncClients.syncedOrganizationId });
         const standing = standingOf(row, holdsData, seat);
+        await linkSession(tx, userId, clientId, sessionId);
+        if (standing === 'device_revoked') await revokeSessionsOf(tx, clientId, [userId], now);
         if (standing === 'ok' && row?.syncedOrganizationId !== seat) {
           await tx.update(syncClients).set({ syncedOrganizationId: seat }).where(and(eq(syncClients.userId, userId), eq(syncClients.clientId, clientId)));
         }

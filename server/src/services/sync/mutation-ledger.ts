@@ -27,6 +27,8 @@ import { AppError, Invalid, TooMany } from '../../errors.ts';
 import { safeError } from '../../log-safety.ts';
 import type { Db } from '../../db/database.ts';
 import type { Services } from '../index.ts';
+import type { SessionState } from '../auth/sessions.ts';
+import { linkSession } from './devices.ts';
 import type { MutationRunner } from './mutation-runner.ts';
 import { allSettled, recordset, settled } from '../batch-plan.ts';
 import { runsInSet, type SetPlan } from './mutation-sets.ts';
@@ -57,11 +59,16 @@ export interface MutationDevice {
    * 2 on, a replayed id with other content is answered `conflict` (a cloned install).
    */
   readonly protocol: number;
+  /**
+   * Record the session as one this device used (POST /sync/mutations: a device that never
+   * said hello is known only here), so that revoking the device ends the session too.
+   */
+  readonly linkSession?: boolean;
 }
 
 export type BatchOutcome =
   | { readonly kind: 'applied'; readonly replies: MutationReply[]; readonly lastMutationId: number; readonly retryFrom: number | null }
-  | { readonly kind: 'session'; readonly state: 'revoked' | 'disabled' }
+  | { readonly kind: 'session'; readonly state: Exclude<SessionState, 'live'> }
   /** The device was revoked: nothing of the batch was applied or counted. */
   | { readonly kind: 'device_revoked' };
 
@@ -120,6 +127,7 @@ async function applyInTransaction(
     // Under the row lock a revocation also takes: a batch that waited for it sees it, so no
     // mutation of a revoked device is applied after the revocation commits.
     if (client?.revokedAt) return { kind: 'device_revoked' };
+    if (device.linkSession) await linkSession(tx, device.userId, device.clientId, device.sessionId);
     let last = client?.last ?? 0;
     let failing = { id: client?.failingId ?? null, attempts: client?.failingAttempts ?? 0 };
     let retryFrom: number | null = null;
