@@ -72,6 +72,7 @@ forEachBackend('dictations on the device', (backend) => {
     const proxy = await startTcpProxy(server.url);
     const dir = tempDataDir();
     let client = await openClient(proxy.url, dir);
+    let open = true;
     try {
       await client.signIn({ email: user.email, password: user.password });
       await client.sync.whenSynced(WAIT);
@@ -86,11 +87,13 @@ forEachBackend('dictations on the device', (backend) => {
       await eventually(async () => assert.ok((await client.dictations.get(d.id))?.lastError), WAIT);
       assert.equal((await client.dictations.get(d.id))?.transcriptionUuid, null);
       await client.close();
+      open = false;
 
       assert.deepEqual(findBytes(dir, canary), [], 'the recording is in no stored byte of the data dir in clear');
 
       // Restarted, still offline: the dictation is there, waiting.
       client = await openClient(proxy.url, dir);
+      open = true;
       const kept = await client.dictations.list(visit);
       assert.deepEqual(kept.map((k) => [k.id, k.bytes]), [[d.id, audio.length]]);
       assert.ok(['on_device', 'uploading'].includes(kept[0]!.state));
@@ -110,6 +113,7 @@ forEachBackend('dictations on the device', (backend) => {
       assert.equal(onServer.files.length, 1, 'one recording');
       assert.ok(onServer.files[0]!.equals(audio), 'the server holds the recording byte for byte');
       await client.close();
+      open = false;
 
       const local = await openLocalDb(dir);
       try {
@@ -117,9 +121,8 @@ forEachBackend('dictations on the device', (backend) => {
       } finally {
         await local.close();
       }
-      client = await openClient(proxy.url, dir);
     } finally {
-      await client.close();
+      if (open) await client.close();
       await proxy.close();
     }
   });
