@@ -11,7 +11,9 @@
 export * from './rest/index.ts';
 export { createFieldchartClient, localDate, syncUrlOf } from './client/create-client.ts';
 export type {
+  AddDictationOptions,
   CreatePatientBody,
+  Dictation,
   FieldchartClient,
   FieldchartClientOptions,
   MileageInput,

@@ -1,7 +1,9 @@
 /**
  * The field app's dictation in Chromium: the microphone is Chromium's fake capture device
- * playing a WAV of spoken words (espeak-ng), the app records it as WAV, uploads it to
- * POST /ai/process-audio, follows the run, and shows the generated note section by section;
+ * playing a WAV of spoken words (espeak-ng). The app records it as WAV while the phone is
+ * offline and hands it to the client library, which keeps it encrypted in IndexedDB; the page is
+ * reloaded offline and the recording is still "on this phone"; back online it is uploaded
+ * (tus), POST /ai/process-audio runs, and the app shows the generated note section by section;
  * accepting a section adds it to the draft, which reaches the server's copy. The speech-to-text
  * service is the local stand-in of its OpenAI-compatible protocol, scripted with the words.
  */
@@ -10,6 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { sql } from 'drizzle-orm';
 import { chromium, type Browser } from 'playwright-core';
 import { buildFieldApp } from '../../scripts/build-app.ts';
 import { forEachBackend } from '../helpers/backends.ts';
@@ -60,7 +63,7 @@ forEachBackend('the field app: dictation and the AI suggestion', (backend) => {
     await stt?.close();
   });
 
-  test('record, upload, see the suggestion by section, add one to the draft', TEST, async () => {
+  test('record offline, reload offline, upload once online, see the suggestion by section, add one to the draft', TEST, async () => {
     const day = new Date().toISOString().slice(0, 10);
     const user = await utcClinician(server);
     const patient = await createPatient(server, user, { referral: { discipline: 'PT' } });
@@ -78,6 +81,10 @@ forEachBackend('the field app: dictation and the AI suggestion', (backend) => {
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.locator(`[data-visit="${visitId}"] a`).click();
       await page.locator('main[data-rendered="visit"]').waitFor();
+      // The shell is in the service worker's cache before the network goes.
+      await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
+      await context.setOffline(true);
+      await page.locator('#offline-banner').waitFor({ state: 'visible' });
 
       await page.getByRole('button', { name: 'Record dictation' }).click();
       // Two seconds of the fake microphone, as the app counts them: the stand-in decides the
@@ -85,8 +92,24 @@ forEachBackend('the field app: dictation and the AI suggestion', (backend) => {
       // normalises it (ffmpeg).
       await page.locator('#dictation-message', { hasText: /Recording… [2-9] s/ }).waitFor();
       await page.getByRole('button', { name: 'Stop recording' }).click();
+      await page.locator('#dictation-state li[data-state="on_device"]', { hasText: 'On this phone' }).waitFor();
+
+      // Reloaded while offline: the recording is still on this phone (IndexedDB, encrypted).
+      await page.reload();
+      await page.locator('main[data-rendered="visit"]').waitFor();
+      await page.locator('#offline-banner').waitFor({ state: 'visible' });
+      await page.locator('#dictation-state li[data-state="on_device"]', { hasText: 'On this phone' }).waitFor();
+      assert.equal(await page.locator('#dictation-state li').count(), 1);
+      assert.equal(stt.requests.length, 0, 'nothing reached the server while offline');
+
+      await context.setOffline(false);
+      await page.locator('#offline-banner').waitFor({ state: 'hidden' });
+      await page.locator('#dictation-state li[data-state="on_server"]', { hasText: 'On the server' }).waitFor();
       await page.locator('.suggestion[data-section="subjective"]').waitFor();
       assert.equal(stt.requests.length, 1, 'one upload reached speech-to-text');
+      const db = server.runtime.services.unitOfWork.db;
+      const runs = await db.execute(sql`select id from ai_transcriptions where visit_id = ${visitId}`);
+      assert.equal((Array.isArray(runs) ? runs : (runs as { rows: unknown[] }).rows).length, 1, 'one run on the server');
       assert.ok((stt.requests[0]?.file?.bytes ?? 0) > 1000, 'a real recording was sent');
 
       await page.locator('[data-accept="subjective"]').click();

@@ -1,11 +1,13 @@
 /**
- * Dictation and the AI suggestion on the visit screen: record, upload to `POST /ai/process-audio`
- * when online (a recording made offline waits in memory for the network, and is lost if the
- * page is closed first), follow the run's status, then show the generated note section by
- * section, each with a button that adds it to the draft (the clinician decides; nothing is
- * applied by itself).
+ * Dictation and the AI suggestion on the visit screen: record, hand the recording to the
+ * client library (`client.dictations`), which keeps it encrypted on this phone — across reloads,
+ * offline — and uploads it when the server is reachable; show where each recording is (on this
+ * phone, uploading n %, on the server); once the run is on the server, show the generated note
+ * section by section, each with a button that adds it to the draft (the clinician decides;
+ * nothing is applied by itself). The note comes through the sync feed; while the feed has not
+ * brought it, the run's status is polled as before.
  */
-import type { AiStatus, FieldchartClient, SoapSection } from '@fieldchart/client';
+import type { AiStatus, Dictation, FieldchartClient, SoapSection } from '@fieldchart/client';
 import type * as Y from 'yjs';
 import { h, messageOf, replace } from '../dom.ts';
 import { startRecording, type Recording } from '../wav-recorder.ts';
@@ -13,51 +15,82 @@ import { startRecording, type Recording } from '../wav-recorder.ts';
 const SECTION_LABEL: Record<SoapSection, string> = { subjective: 'Subjective', objective: 'Objective', assessment: 'Assessment', plan: 'Plan' };
 const POLL_MS = 2_000;
 
+/** Where a recording is, in the clinician's words. */
+export function dictationLabel(d: Dictation): string {
+  switch (d.state) {
+    case 'on_device':
+      return 'On this phone';
+    case 'uploading':
+      return `Uploading ${d.bytes > 0 ? Math.floor((100 * d.sentBytes) / d.bytes) : 0} %`;
+    case 'uploaded':
+      return 'Uploaded; starting the note';
+    case 'on_server':
+      return 'On the server';
+    case 'rejected':
+      return `Refused by the server: ${d.lastError?.message ?? 'unknown reason'}`;
+  }
+}
+
 /** The section element and its cleanup. */
 export function dictationSection(client: FieldchartClient, uuid: string, doc: Y.Doc): { element: HTMLElement; close(): void } {
   const message = h('p', { id: 'dictation-message', role: 'status', class: 'hint' });
+  const states = h('ul', { id: 'dictation-state', 'aria-live': 'polite', class: 'receipts' });
   const suggestion = h('div', { id: 'suggestion', 'aria-live': 'polite' });
   const record = h('button', { type: 'button', id: 'record', 'aria-pressed': 'false' }, 'Record dictation');
   let recording: Recording | null = null;
-  let waiting: Blob | null = null;
   let closed = false;
   let poll: ReturnType<typeof setTimeout> | null = null;
   let ticker: ReturnType<typeof setInterval> | null = null;
+  /** The run whose suggestion is on screen (or being polled): shown once, so accepted buttons stay as they are. */
+  let shown: string | null = null;
+  let following: string | null = null;
   const stopTicker = () => {
     if (ticker) clearInterval(ticker);
     ticker = null;
   };
 
-  const upload = async (wav: Blob) => {
-    waiting = null;
-    message.textContent = 'Uploading the dictation…';
-    try {
-      const { discipline } = await client.checklists.forVisit(uuid);
-      const form = new FormData();
-      form.append('schedule_uuid', uuid);
-      form.append('discipline', discipline);
-      form.append('encounter_type', 'daily_note');
-      form.append('audio', wav, 'dictation.wav');
-      const { transcription_uuid } = await client.rest.ai.processAudio(form);
-      message.textContent = 'Dictation uploaded; the note suggestion is being prepared…';
-      follow(transcription_uuid);
-    } catch (err) {
-      waiting = wav;
-      message.textContent = `Not uploaded (${messageOf(err)}); it is tried again when online.`;
+  async function refresh(): Promise<void> {
+    if (closed) return;
+    const list = await client.dictations.list(uuid);
+    replace(
+      states,
+      ...list.map((d, i) => h('li', { 'data-dictation': d.id, 'data-state': d.state }, `Dictation ${i + 1}: ${dictationLabel(d)}`)),
+    );
+    const latest = [...list].reverse().find((d) => d.transcriptionUuid);
+    if (!latest?.transcriptionUuid || shown === latest.transcriptionUuid) return;
+    if (latest.suggestion && latest.suggestion.status !== 'processing') {
+      shown = latest.transcriptionUuid;
+      show(latest.suggestion);
+    } else if (following !== latest.transcriptionUuid) {
+      message.textContent = 'Dictation on the server; the note suggestion is being prepared…';
+      follow(latest.transcriptionUuid);
     }
+  }
+  // At most one re-read per 150 ms, also while progress events keep coming (not after the last one).
+  let scheduled = false;
+  const refreshSoon = () => {
+    if (scheduled) return;
+    scheduled = true;
+    setTimeout(() => {
+      scheduled = false;
+      void refresh().catch(() => undefined);
+    }, 150);
   };
-  const onOnline = () => {
-    if (waiting) void upload(waiting);
-  };
-  window.addEventListener('online', onOnline);
+  const unsubscribe = [client.dictations.on(refreshSoon), client.sync.on('change', refreshSoon)];
+  void refresh().catch(() => undefined);
 
   function follow(id: string): void {
+    following = id;
+    if (poll) clearTimeout(poll);
     const check = () => {
-      if (closed) return;
+      if (closed || following !== id || shown === id) return;
       client.rest.ai.status(id).then(
         (s) => {
           if (s.status === 'processing') poll = setTimeout(check, POLL_MS);
-          else show(s);
+          else if (shown !== id) {
+            shown = id;
+            show(s);
+          }
         },
         () => (poll = setTimeout(check, POLL_MS)),
       );
@@ -109,22 +142,22 @@ export function dictationSection(client: FieldchartClient, uuid: string, doc: Y.
     stopTicker();
     record.textContent = 'Record dictation';
     record.setAttribute('aria-pressed', 'false');
-    void r.stop().then(({ wav, seconds }) => {
-      if (navigator.onLine) void upload(wav);
-      else {
-        waiting = wav;
-        message.textContent = `Recorded ${Math.round(seconds)} s; it uploads when you are back online (keep this page open).`;
-      }
-    });
+    void r
+      .stop()
+      .then(async ({ wav, seconds }) => {
+        await client.dictations.add(uuid, wav);
+        message.textContent = `Recorded ${Math.round(seconds)} s; kept on this phone until the server has it.`;
+      })
+      .catch((err: unknown) => (message.textContent = `The dictation could not be kept: ${messageOf(err)}`));
   });
 
   return {
-    element: h('section', { 'aria-labelledby': 'dictation-title' }, h('h2', { id: 'dictation-title' }, 'Dictation and AI suggestion'), record, message, suggestion),
+    element: h('section', { 'aria-labelledby': 'dictation-title' }, h('h2', { id: 'dictation-title' }, 'Dictation and AI suggestion'), record, message, states, suggestion),
     close() {
       closed = true;
       stopTicker();
       if (poll) clearTimeout(poll);
-      window.removeEventListener('online', onOnline);
+      for (const off of unsubscribe) off();
       void recording?.stop();
     },
   };

@@ -35,6 +35,7 @@ import { LocalNotFoundError, NotSignedInError, OutboxNotEmptyError, PlanDayError
 import { planDayFrom } from '../model/plan-day.ts';
 import { checkNote, checklistItems, noteText } from '../model/visit-checklist.ts';
 import { checkArgs, checkTimerSequence, queueWrite } from './writes.ts';
+import { createDictations } from './dictations.ts';
 import type { FieldchartClient, FieldchartClientOptions, VisitReceipt } from './types.ts';
 
 const API_SYNC_PATH = '/api/therapist/v1/sync';
@@ -140,6 +141,14 @@ function buildClient(db: LocalDb, engine: SyncEngine, options: FieldchartClientO
     };
     await engine.useSession(session);
   }
+
+  const dictations = createDictations({
+    db,
+    engine,
+    options,
+    requireUser,
+    disciplineOf: async (uuid) => referralDiscipline(await visitOrThrow(uuid)),
+  });
 
   const on = <K extends keyof SyncEvents>(event: K, listener: (payload: SyncEvents[K]) => void) => engine.events.on(event, listener);
 
@@ -277,6 +286,8 @@ function buildClient(db: LocalDb, engine: SyncEngine, options: FieldchartClientO
       },
     },
 
+    dictations: dictations.api,
+
     sync: {
       get status(): SyncStatus {
         return engine.status;
@@ -321,6 +332,7 @@ function buildClient(db: LocalDb, engine: SyncEngine, options: FieldchartClientO
     on,
 
     async close() {
+      await dictations.uploader.close();
       await engine.close();
       await db.close();
     },

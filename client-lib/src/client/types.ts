@@ -1,7 +1,7 @@
 /** The offline client's public surface (see create-client.ts for the behaviour). */
 import type * as Y from 'yjs';
 import type { MutationArgs } from '@fieldchart/schema/sync';
-import type { FetchLike, RestClient, SignInBody, SignInResult } from '../rest/index.ts';
+import type { AiStatus, FetchLike, RestClient, SignInBody, SignInResult } from '../rest/index.ts';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
 import type { NetworkStatus } from '../platform/network-status.ts';
 import type { PgliteAssets } from '../storage/local-db.ts';
@@ -106,6 +106,44 @@ export interface QueuedWrite {
   readonly mutationId: number;
 }
 
+/**
+ * A dictation recorded on this device and where it stands:
+ * - `on_device`: the audio is only here (offline, or waiting for a retry: see `lastError`);
+ * - `uploading`: its bytes are going to the server now (`sentBytes` of `bytes`);
+ * - `uploaded`: the server holds every byte; the AI run is not yet acknowledged (it waits for
+ *   the connection, or for the visit's own queued writes to be acknowledged first);
+ * - `on_server`: the server acknowledged the run (`transcriptionUuid`); the audio has left
+ *   the device;
+ * - `rejected`: the server refused it (`lastError`); the audio is kept until `retry` or `discard`.
+ */
+export interface Dictation {
+  readonly id: string;
+  readonly scheduleUuid: string;
+  readonly discipline: string;
+  readonly encounterType: string;
+  readonly state: 'on_device' | 'uploading' | 'uploaded' | 'on_server' | 'rejected';
+  /** The recording's size. */
+  readonly bytes: number;
+  /** Bytes that have left the device (while uploading) or that the server confirmed. */
+  readonly sentBytes: number;
+  /** The AI run on the server (`GET /ai/status/{uuid}`), once acknowledged. */
+  readonly transcriptionUuid: string | null;
+  /** The run's status as the sync feed brought it (`ai_status`), readable offline: the note suggestion once `completed`. */
+  readonly suggestion: AiStatus | null;
+  /** The last failure (kept while it is tried again), or the refusal of a `rejected` one. */
+  readonly lastError: { readonly code: string; readonly message: string } | null;
+  /** Device time of the recording. */
+  readonly recordedAt: string;
+}
+
+/** Options of {@link FieldchartClient.dictations}`.add`. */
+export interface AddDictationOptions {
+  /** The pipeline's discipline (PT, PTA, OT, COTA, SLP, RN); default: the visit's referral's. */
+  readonly discipline?: string;
+  /** Default `daily_note`. */
+  readonly encounterType?: 'daily_note' | 'evaluation' | 'reassessment' | 'progress_note' | 'discharge' | 'supervisory';
+}
+
 /** The Fieldchart offline client. Every read is local; every write is queued and shown at once. */
 export interface FieldchartClient {
   /** The typed REST client, authenticated with the stored session (refreshed on 401). */
@@ -201,6 +239,28 @@ export interface FieldchartClient {
      * `discipline_unknown` (no referral discipline on the device) or `checklist_not_found`.
      */
     forVisit(scheduleUuid: string, options?: { discipline?: string }): Promise<VisitChecklist>;
+  };
+
+  /**
+   * Dictations for the AI note, recorded offline or not: the audio is kept on the device sealed
+   * under the device key (in 256 KiB chunks), survives restarts, is uploaded resumably (tus)
+   * when the server is reachable, then handed to `POST /ai/process-audio`; only once the server
+   * acknowledged the run does it leave the device. The generated note comes back through the
+   * sync feed (`suggestion`). A refused one (4xx) is `rejected` and reported in
+   * `sync.status.lastError` (`dictation_rejected`). Sign-out counts unsent ones as unsynced work.
+   */
+  readonly dictations: {
+    /** Keeps a recording (m4a, wav or mp3 bytes) for the visit and queues it. Resolves once it is stored on the device. */
+    add(scheduleUuid: string, audio: Uint8Array | Blob, options?: AddDictationOptions): Promise<Dictation>;
+    /** The device's dictations (of one visit if given), oldest first. */
+    list(scheduleUuid?: string): Promise<Dictation[]>;
+    get(id: string): Promise<Dictation | null>;
+    /** Queues rejected dictations again (all if no ids); answers how many. */
+    retry(ids?: readonly string[]): Promise<number>;
+    /** Drops rejected dictations and their audio (all if no ids). */
+    discard(ids?: readonly string[]): Promise<void>;
+    /** Hears every change of a dictation (stored, progress, state). */
+    on(listener: (change: { readonly id: string }) => void): () => void;
   };
 
   readonly sync: {

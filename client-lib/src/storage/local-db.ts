@@ -71,7 +71,7 @@ export interface LocalDb extends Queryable {
 }
 
 /** Tables that hold sealed values besides `meta`: all empty when the key is rotated. */
-const SEALED_TABLES = ['feed_rows', 'feed_staging', 'outbox', 'rejections', 'failures', 'draft_updates'] as const;
+const SEALED_TABLES = ['feed_rows', 'feed_staging', 'outbox', 'rejections', 'failures', 'draft_updates', 'dictation_chunks'] as const;
 
 /** The plain text of the key check: a value sealed with the key the database's data is sealed with. */
 const KEY_CHECK = new TextEncoder().encode('fieldchart device key');

@@ -30,6 +30,9 @@ export type LocalMigration = string | { readonly run: (tx: MigrationTx) => Promi
  * - `draft_updates` / `drafts`: the Yjs updates of each SOAP draft, and how far the server
  *   is known to have them.
  * - `meta`: small values (client id, mutation counter, cursor, session, window).
+ * - `dictations` / `dictation_chunks`: recordings waiting to reach the server (tus upload, then
+ *   `POST /ai/process-audio`), the audio sealed in 256 KiB chunks; the chunks go once the
+ *   server has acknowledged the run.
  *
  * From migration 3 on, every value that holds PHI (or the session's tokens) is sealed
  * (AES-256-GCM, row-cipher.ts) in a `sealed` bytea column; the columns left clear are the keys
@@ -121,6 +124,29 @@ export const MIGRATIONS: readonly LocalMigration[] = [
       'reset wal_recycle',
     ],
   },
+  // Dictations recorded on the device (dictation-store.ts): the recording sealed in chunks, so
+  // a long one is never one giant value, and the tus upload's place beside it (clear: an
+  // upload URL, byte counts and states are not PHI).
+  `
+  create table dictations (
+    id text primary key,
+    schedule_uuid text not null,
+    discipline text not null,
+    encounter_type text not null,
+    state text not null check (state in ('on_device', 'uploaded', 'on_server', 'rejected')),
+    bytes bigint not null,
+    uploaded_bytes bigint not null default 0,
+    upload_url text,
+    idempotency_key text not null,
+    transcription_uuid text,
+    attempts integer not null default 0,
+    error_code text,
+    error_message text,
+    created_at text not null
+  );
+  create index dictations_visit on dictations (schedule_uuid, created_at);
+  create table dictation_chunks (dictation_id text not null, seq integer not null, sealed bytea not null, primary key (dictation_id, seq));
+  `,
 ];
 
 /** Migration 3: every PHI value into a sealed column, the clear column dropped. */

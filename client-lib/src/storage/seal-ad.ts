@@ -27,3 +27,6 @@ export const rejectionAd = (mutationId: number): string => ad('rejections', muta
 export const failureAd = (mutationId: number): string => ad('failures', mutationId);
 
 export const draftUpdateAd = (doc: string, id: number): string => ad('draft_updates', doc, id);
+
+/** One chunk of a dictation's audio: bound to its recording and position, so chunks cannot be swapped. */
+export const dictationChunkAd = (dictationId: string, seq: number): string => ad('dictation_chunks', dictationId, seq);

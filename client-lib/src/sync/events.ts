@@ -9,6 +9,8 @@ export interface SyncEvents extends Record<string, unknown> {
   rejection: Rejection;
   /** The server parked a write after repeated unexpected errors: kept, out of the queue. */
   failure: Failure;
+  /** A dictation was stored, made progress or changed state (`dictations.get(id)`). */
+  dictation: { readonly id: string };
   /** The server acknowledged a mutation. */
   ack: { readonly mutationId: number; readonly name: string; readonly scheduleUuid: string | null; readonly result: unknown };
 }

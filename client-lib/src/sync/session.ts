@@ -15,6 +15,7 @@ import { clearFeed } from '../storage/feed-store.ts';
 import type { LocalDb, Queryable } from '../storage/local-db.ts';
 import { deleteMeta, getMeta, setMeta, type StoredSession } from '../storage/meta.ts';
 import { clearOutbox, failureCount, pendingCount } from '../storage/outbox.ts';
+import { clearDictations, unsentDictationCount } from '../storage/dictation-store.ts';
 import { Backoff } from './backoff.ts';
 import type { StatusStore } from './status.ts';
 
@@ -177,7 +178,8 @@ export class Session {
 
 /** Work that exists only on this device: queued writes, parked ones and unconfirmed draft edits. */
 export async function unsyncedWork(db: Queryable): Promise<{ writes: number; drafts: number }> {
-  const writes = (await pendingCount(db)) + (await failureCount(db));
+  // A dictation whose audio is only here counts as a write: signing out must not lose it unasked.
+  const writes = (await pendingCount(db)) + (await failureCount(db)) + (await unsentDictationCount(db));
   const drafts = (await unconfirmedDrafts(db)).length;
   return { writes, drafts };
 }
@@ -224,6 +226,7 @@ export async function clearUserData(db: LocalDb, nextUser: string | null): Promi
     await clearFeed(tx);
     await clearOutbox(tx);
     await clearDrafts(tx);
+    await clearDictations(tx);
     if (nextUser === null) await deleteMeta(tx, 'user_id');
     else await setMeta(tx, 'user_id', nextUser);
   });
