@@ -1,6 +1,7 @@
 /**
  * Reconcile: a device comes back online with 1k, then 10k queued mutations and drains its
- * outbox over the sync socket with up to 100 unacknowledged (the protocol's limit) — the time
+ * outbox over the sync socket with as many unacknowledged as the server's `welcome` allows
+ * (protocol 3's `max_in_flight`; BENCH_RECONCILE_PROTOCOL=2 for the 100 of protocols 1–2) — the time
  * from hello (with the cursor it holds) to the last ack, and mutations/s. The live feed pokes
  * that its own writes cause run meanwhile, as they would on a real reconnect.
  *
@@ -30,7 +31,10 @@ const SIZES = process.env.BENCH_RECONCILE_SIZES
     : [1_000, 10_000];
 /** BENCH_RECONCILE_REST=0: leave out the REST baselines (minutes on a loaded machine) while iterating. */
 const WITH_REST = process.env.BENCH_RECONCILE_REST !== '0';
-const IN_FLIGHT = 100;
+/** The protocol the device speaks: 3 is told its window in `welcome.max_in_flight`, 1 and 2 keep 100. */
+const PROTOCOL = Number(process.env.BENCH_RECONCILE_PROTOCOL ?? 3);
+const IN_FLIGHT_BEFORE_V3 = 100;
+let inFlight = IN_FLIGHT_BEFORE_V3;
 const REST_CONNECTIONS = 10;
 
 interface Mutation {
@@ -92,7 +96,7 @@ interface Drained {
   readonly firstReject: string | null;
 }
 
-/** Hello with the device's cursor, then the outbox with at most IN_FLIGHT unacknowledged; resolves on the last reply. */
+/** Hello with the device's cursor, then the outbox with at most the welcome's window unacknowledged; resolves on the last reply. */
 async function drainOverSync(url: string, token: string, mutations: readonly Mutation[]): Promise<Drained> {
   const first = await initialSync(url, token);
   const peer = await SyncPeer.connect(url);
@@ -124,9 +128,10 @@ async function drainOverSync(url: string, token: string, mutations: readonly Mut
         return true;
       });
     });
-    const welcome = await peer.hello(token, first.cursor);
+    const welcome = await peer.hello(token, first.cursor, peer.clientId, PROTOCOL);
     if (welcome.last_mutation_id !== 0) throw new Error(`a fresh device has last_mutation_id ${welcome.last_mutation_id}`);
-    for (let i = 0; i < IN_FLIGHT; i++) sendNext();
+    inFlight = welcome.max_in_flight ?? IN_FLIGHT_BEFORE_V3;
+    for (let i = 0; i < inFlight; i++) sendNext();
     await done;
     return { ms: performance.now() - started, acks, rejects, firstReject };
   } finally {
@@ -179,7 +184,7 @@ const child = await startSyncServers();
 try {
   const s = child.servers;
   const api = s.apiOrigin + s.apiPrefix;
-  process.stderr.write(`sync-reconcile: ${s.backend}, outboxes of ${SIZES.join(' and ')} mutations, ${IN_FLIGHT} in flight, load ${fmt(os.loadavg()[0] ?? 0, 2)}\n`);
+  process.stderr.write(`sync-reconcile: ${s.backend}, outboxes of ${SIZES.join(' and ')} mutations, protocol ${PROTOCOL}, load ${fmt(os.loadavg()[0] ?? 0, 2)}\n`);
 
   // Warm-up: every path once, small.
   {
@@ -238,7 +243,8 @@ try {
       bench: 'sync-reconcile',
       backend: s.backend,
       quick,
-      inFlight: IN_FLIGHT,
+      protocol: PROTOCOL,
+      inFlight,
       restConnections: REST_CONNECTIONS,
       ...machine(loadBefore),
       results: results.map((r) => ({

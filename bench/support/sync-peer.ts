@@ -78,10 +78,10 @@ export class SyncPeer {
     });
   }
 
-  /** Says hello; answers the welcome. The feed starts right behind it. */
-  async hello(token: string, cursor: string | null = null, clientId = this.clientId) {
+  /** Says hello (protocol 1 unless told); answers the welcome. The feed starts right behind it. */
+  async hello(token: string, cursor: string | null = null, clientId = this.clientId, protocol = 1) {
     const welcome = this.next('welcome');
-    this.send({ type: 'hello', protocol: 1, token, client_id: clientId, cursor });
+    this.send({ type: 'hello', protocol, token, client_id: clientId, cursor });
     return welcome;
   }
 

@@ -6,9 +6,10 @@ import * as z from 'zod';
 export const PROTOCOL_VERSION = 2;
 /**
  * Every version a server speaks: apps in the field still say 1. Version 2 adds
- * `synced.acked_through` and the `conflict` answer to a mutation (a cloned install).
+ * `synced.acked_through` and the `conflict` answer to a mutation (a cloned install); version 3
+ * adds `welcome.max_in_flight`, a larger window of unanswered mutations.
  */
-export const SUPPORTED_PROTOCOLS: readonly number[] = [1, 2];
+export const SUPPORTED_PROTOCOLS: readonly number[] = [1, 2, 3];
 
 export const SYNC_TABLES = [
   'patients',
@@ -103,6 +104,8 @@ export const welcomeMessage = z
     last_mutation_id: z.number().int().min(0),
     token_expires_at: instant,
     window: z.object({ from: date, to: date }).strict(),
+    /** Protocol 3: mutations the device may keep unanswered on this socket (100 before). */
+    max_in_flight: z.number().int().positive().optional(),
   })
   .strict();
 

@@ -1,0 +1,106 @@
+/**
+ * Protocol 3's window (docs/sync-protocol.md, Versioning and Limits): `welcome.max_in_flight`
+ * tells the device how many mutations it may keep unanswered (500; 100 on protocols 1 and 2,
+ * whose welcome does not carry the field). A device that sends its whole window at once —
+ * more than one transaction's worth — has every mutation answered once, in order, each refusal
+ * its own, and a replay of the window on a new socket changes nothing.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import type { ServerMessage } from '@fieldchart/schema/sync';
+import { forEachBackend } from '../../helpers/backends.ts';
+import { eventually } from '../../helpers/eventually.ts';
+import { helloSync, nextFeed, type SyncSocket } from '../../helpers/sync-socket.ts';
+import { startTestServer, type TestServer } from '../../helpers/test-server.ts';
+import { utcClinician } from '../visits/visit-fixtures.ts';
+
+type Row = Record<string, unknown>;
+const rowsOf = (r: unknown): Row[] => (Array.isArray(r) ? (r as Row[]) : ((r as { rows?: Row[] }).rows ?? []));
+type Answer = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' | 'failed' | 'conflict' }>;
+const ANSWERS: ReadonlySet<string> = new Set(['ack', 'reject', 'retry', 'failed', 'conflict']);
+
+forEachBackend('sync window (protocol 3)', (backend) => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer(backend);
+  });
+  after(() => server.close());
+
+  const count = async (sqlText: ReturnType<typeof sql>) => Number(rowsOf(await server.runtime.services.unitOfWork.db.execute(sqlText))[0]?.n);
+
+  /** The answers received after `from`, in arrival order, once there are `n`. */
+  const answers = (socket: SyncSocket, from: number, n: number): Promise<Answer[]> =>
+    eventually(
+      () => {
+        const got = socket.received.slice(from).filter((m): m is Answer => ANSWERS.has(m.type));
+        assert.ok(got.length >= n, `${got.length} of ${n} answers`);
+        return got;
+      },
+      { timeoutMs: 120_000, intervalMs: 50 },
+    );
+
+  test('welcome announces the window on protocol 3 only', async () => {
+    const user = await utcClinician(server);
+    for (const protocol of [1, 2]) {
+      const { socket, welcome } = await helloSync(server, user.token, randomUUID(), null, protocol);
+      assert.equal(welcome.protocol, protocol);
+      assert.equal(welcome.max_in_flight, undefined, `protocol ${protocol} keeps its welcome`);
+      socket.close();
+    }
+    const { socket, welcome } = await helloSync(server, user.token, randomUUID(), null, 3);
+    assert.equal(welcome.protocol, 3);
+    assert.equal(welcome.max_in_flight, 500);
+    socket.close();
+  });
+
+  test('a whole window sent at once is answered once, in order, a refusal its own; replayed, nothing changes', async () => {
+    const user = await utcClinician(server);
+    const clientId = randomUUID();
+    const { socket, welcome } = await helloSync(server, user.token, clientId, null, 3);
+    const window = welcome.max_in_flight ?? 0;
+    assert.ok(window > 250, 'the window is more than one transaction');
+    await nextFeed(socket);
+    const refused = 137;
+    const ids = Array.from({ length: window }, () => randomUUID());
+    const frames = ids.map((uuid, i) => ({
+      type: 'mutation',
+      mutation_id: i + 1,
+      name: 'patient.create',
+      // One without a last name: refused by the rules, in the middle of a set.
+      args: i + 1 === refused ? { uuid, first_name: 'Nolast' } : { uuid, first_name: `Window${i}`, last_name: 'Patient' },
+      client_time: new Date().toISOString(),
+    }));
+    const mark = socket.received.length;
+    for (const f of frames) socket.send(f);
+    const got = await answers(socket, mark, window);
+    assert.deepEqual(
+      got.map((a) => a.mutation_id),
+      frames.map((f) => f.mutation_id),
+      'every mutation answered once, in id order',
+    );
+    for (const a of got) assert.equal(a.type, a.mutation_id === refused ? 'reject' : 'ack', `mutation ${a.mutation_id}`);
+    const created = sql`select count(*)::int as n from patients where owner_id = ${user.uuid}::uuid`;
+    assert.equal(await count(created), window - 1);
+    assert.equal(await count(sql`select last_mutation_id::int as n from sync_clients where user_id = ${user.uuid}::uuid and client_id = ${clientId}::uuid`), window);
+    socket.close();
+
+    // The answers were lost: the device sends the window again on a new socket.
+    const again = await helloSync(server, user.token, clientId, null, 3);
+    assert.equal(again.welcome.last_mutation_id, window);
+    const mark2 = again.socket.received.length;
+    for (const f of frames) again.socket.send(f);
+    const replayed = await answers(again.socket, mark2, window);
+    assert.deepEqual(
+      replayed.map((a) => a.mutation_id),
+      frames.map((f) => f.mutation_id),
+    );
+    for (const a of replayed) {
+      if (a.mutation_id === refused) assert.equal(a.type, 'reject');
+      else assert.deepEqual(a.type === 'ack' ? a.result : a, { duplicate: true });
+    }
+    assert.equal(await count(created), window - 1, 'nothing applied twice');
+    again.socket.close();
+  });
+});
