@@ -84,7 +84,7 @@ forEachBackend('dictations on the device', (backend) => {
       assert.equal(d.discipline, 'PT', "the visit's referral discipline");
       assert.equal(d.bytes, audio.length);
       // Offline the upload fails and waits; the dictation is still only here.
-      await eventually(async () => assert.ok((await client.dictations.get(d.id))?.lastError), WAIT);
+      await eventually(async () => assert.ok((await client.dictations.get(d.id))?.lastError, 'the refused dictation carries its error'), WAIT);
       assert.equal((await client.dictations.get(d.id))?.transcriptionUuid, null);
       await client.close();
       open = false;
