@@ -3,11 +3,11 @@
  * database (IndexedDB), so it opens and works offline; the service worker keeps the app's own
  * files. Screens: sign-in, the visit list (`#/`) and a visit (`#/visit/<uuid>`).
  */
-import { createFieldchartClient, type FieldchartClient } from '@fieldchart/client';
+import { createFieldchartClient, localDate, readFirstScreen, type FieldchartClient } from '@fieldchart/client';
 import { debounce, h, messageOf, replace } from './dom.ts';
 import { signInView } from './views/sign-in.ts';
 import { mountStatus } from './views/status-line.ts';
-import { renderVisitList } from './views/visit-list.ts';
+import { renderVisitList, showVisitList, type VisitListData } from './views/visit-list.ts';
 import { openVisitScreen, type VisitScreen } from './views/visit-screen.ts';
 
 /** The device database's name: one per origin, like the app itself. */
@@ -25,7 +25,11 @@ async function registerServiceWorker(): Promise<void> {
   await navigator.serviceWorker.register('./sw.js', { scope: './' }).catch(() => undefined);
 }
 
+/** Set once the client is open: from then on the device database decides what `main` shows. */
+let started = false;
+
 function start(client: FieldchartClient): void {
+  started = true;
   const main = el('main');
   const signOut = el('sign-out') as HTMLButtonElement;
   let screen: VisitScreen | null = null;
@@ -71,8 +75,22 @@ function start(client: FieldchartClient): void {
   show();
 }
 
+/**
+ * The list the client kept at its last quiet moment (sealed with the device key, deleted before
+ * every write), shown while the device database opens, which takes seconds on a slow phone. Only
+ * for today's list: a visit's screen, or a list kept on another day, waits for the database.
+ */
+async function showFirstScreen(): Promise<void> {
+  const data = await readFirstScreen<VisitListData>(DATA_DIR).catch(() => null);
+  if (!data || started || data.date !== localDate(new Date()) || /^#\/visit\//.test(location.hash)) return;
+  showVisitList(el('main'), data, null);
+}
+
 async function boot(): Promise<void> {
   void registerServiceWorker();
+  // First, and alone: a few IndexedDB reads that opening the database (PGlite's WASM, its files
+  // loaded from IndexedDB) would otherwise queue behind.
+  await showFirstScreen();
   try {
     const client = await createFieldchartClient({ baseUrl: location.origin, dataDir: DATA_DIR });
     start(client);

@@ -9,7 +9,7 @@
  * @packageDocumentation
  */
 export * from './rest/index.ts';
-export { createFieldchartClient, localDate, syncUrlOf } from './client/create-client.ts';
+export { createFieldchartClient, localDate, readFirstScreen, syncUrlOf } from './client/create-client.ts';
 export type {
   AddDictationOptions,
   CreatePatientBody,

@@ -135,6 +135,20 @@ forEachBackend('the field app at /app in Chromium', (backend) => {
       await page.locator('main[data-rendered="visit-list"]').waitFor();
       assert.equal(await listReceipt(page, visitId), 'device', '"On this phone" in the list');
 
+      // Reloaded on the list, still offline: the first screen the client kept (sealed, deleted
+      // before each write, read again after) shows the list before the database has opened, and
+      // the database's own list then shows the same receipt.
+      await eventually(
+        async () => {
+          await page.reload();
+          await page.waitForFunction(() => performance.getEntriesByName('fieldchart:visit-list-db').length > 0, undefined, { timeout: 60_000 });
+          const [first, db] = await page.evaluate(() => ['fieldchart:visit-list', 'fieldchart:visit-list-db'].map((m) => performance.getEntriesByName(m)[0]!.startTime));
+          assert.ok(first! < db!, `the list first from the kept screen (${first} ms), then from the database (${db} ms)`);
+        },
+        { timeoutMs: 120_000, intervalMs: 500 },
+      );
+      assert.equal(await listReceipt(page, visitId), 'device', '"On this phone" in the list after the reload');
+
       await context.setOffline(false);
       await page.locator('#offline-banner').waitFor({ state: 'hidden' });
       await eventually(async () => assert.equal(await listReceipt(page, visitId), 'server', '"On the server" once acknowledged'), { timeoutMs: 60_000, intervalMs: 200 });

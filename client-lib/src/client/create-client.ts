@@ -9,7 +9,10 @@ import { addDays, localDate } from '@fieldchart/schema/rules';
 import type { MutationArgs } from '@fieldchart/schema/sync';
 import { PlatformWebSocket } from '#websocket';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
+import { deviceKeyStoreFor, firstScreenStoreFor } from '#device-key';
 import { openLocalDb, type LocalDb } from '../storage/local-db.ts';
+import { openFirstScreen } from '../storage/first-screen.ts';
+import { aesGcmCipher } from '../storage/row-cipher.ts';
 import { tabNames, tabsSupported } from '../storage/shared-db.ts';
 import { browserTabLink } from '../sync/tab-link.ts';
 import { getMeta, type StoredSession } from '../storage/meta.ts';
@@ -45,6 +48,19 @@ export function syncUrlOf(baseUrl: string): string {
   const u = new URL(baseUrl.replace(/\/+$/, '') + API_SYNC_PATH);
   u.protocol = u.protocol === 'https:' ? 'wss:' : u.protocol === 'http:' ? 'ws:' : u.protocol;
   return u.toString();
+}
+
+/**
+ * The first screen the client kept for `dataDir` (`client.firstScreen.read`), opened with the
+ * device key; null if none is kept or it no longer opens (the key was rotated: sign-out, another
+ * user). Opens no database: an app calls it at the very start, beside
+ * {@link createFieldchartClient}, to show its first screen before the database is open.
+ */
+export async function readFirstScreen<T>(dataDir: string): Promise<T | null> {
+  const store = firstScreenStoreFor(dataDir);
+  // Both reads at once: a start waits for them.
+  const [key, sealed] = await Promise.all([deviceKeyStoreFor(dataDir).load(), store.get()]);
+  return openFirstScreen<T>(sealed, key, aesGcmCipher, dataDir);
 }
 
 /** Today's date (YYYY-MM-DD) in `timeZone`, or the device's zone: the server's rule. */
@@ -307,6 +323,10 @@ function buildClient(db: LocalDb, engine: SyncEngine, options: FieldchartClientO
         }
       },
       reconnect: () => engine.dropConnection(),
+    },
+
+    firstScreen: {
+      read: (reader) => db.firstScreen.read(reader),
     },
 
     rejections: {

@@ -263,6 +263,19 @@ export interface FieldchartClient {
     on(listener: (change: { readonly id: string }) => void): () => void;
   };
 
+  /**
+   * The app's first screen, kept sealed with the device key beside the database so that the next
+   * start can show it before the database opens ({@link readFirstScreen}). `read(reader)` runs
+   * `reader` against this client and answers its result; the result is kept if no local write
+   * overlapped the read, and `reader` runs again whenever later writes settle. Every write to
+   * the device database deletes the kept screen before it starts, so what is kept is always
+   * what the database would answer. A reader answers null when there is nothing to show
+   * (signed out). Nothing is kept with `databaseWorker` (another tab's writes are not seen).
+   */
+  readonly firstScreen: {
+    read<T>(reader: () => Promise<T | null>): Promise<T | null>;
+  };
+
   readonly sync: {
     /** The current snapshot (a new object on every change). */
     readonly status: SyncStatus;

@@ -7,6 +7,7 @@
  * Chosen through the package's `#device-key` import by every condition but `node`.
  */
 import { generateDeviceKey, memoryKeyStore, type DeviceKeyStore } from '../storage/device-key.ts';
+import { memoryFirstScreenStore, type FirstScreenStore } from '../storage/first-screen.ts';
 
 const DB_NAME = 'fieldchart-device-keys';
 const STORE = 'keys';
@@ -23,18 +24,18 @@ function request<T>(req: IDBRequest<T>): Promise<T> {
   });
 }
 
-function openKeysDb(): Promise<IDBDatabase> {
+function openStoreDb(name: string): Promise<IDBDatabase> {
   const idb = (globalThis as { indexedDB?: IDBFactory }).indexedDB;
   if (!idb) return Promise.reject(new Error('this platform has no IndexedDB to keep the device key in'));
-  const req = idb.open(DB_NAME, 1);
+  const req = idb.open(name, 1);
   req.onupgradeneeded = () => {
     if (!req.result.objectStoreNames.contains(STORE)) req.result.createObjectStore(STORE);
   };
   return request(req);
 }
 
-async function withStore<T>(mode: IDBTransactionMode, fn: (store: IDBObjectStore) => IDBRequest<T>): Promise<T> {
-  const db = await openKeysDb();
+async function withStore<T>(mode: IDBTransactionMode, fn: (store: IDBObjectStore) => IDBRequest<T>, dbName: string = DB_NAME): Promise<T> {
+  const db = await openStoreDb(dbName);
   try {
     const tx = db.transaction(STORE, mode);
     // A write counts once its transaction has committed, not when its request succeeded.
@@ -73,6 +74,25 @@ export function indexedDbKeyStore(dataDir: string): DeviceKeyStore {
     },
     async wipe() {
       await withStore('readwrite', (s) => s.delete(dataDir));
+    },
+  };
+}
+
+/** The sealed first screen (storage/first-screen.ts): its own IndexedDB database, one entry per `dataDir`. */
+const FIRST_SCREEN_DB = 'fieldchart-first-screen';
+
+export function firstScreenStoreFor(dataDir: string): FirstScreenStore {
+  if (dataDir.startsWith('memory://')) return memoryFirstScreenStore();
+  return {
+    async get() {
+      const sealed = await withStore('readonly', (s) => s.get(dataDir) as IDBRequest<Uint8Array | undefined>, FIRST_SCREEN_DB);
+      return sealed ?? null;
+    },
+    async put(sealed) {
+      await withStore('readwrite', (s) => s.put(sealed, dataDir), FIRST_SCREEN_DB);
+    },
+    async delete() {
+      await withStore('readwrite', (s) => s.delete(dataDir), FIRST_SCREEN_DB);
     },
   };
 }

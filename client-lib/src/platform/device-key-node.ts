@@ -10,6 +10,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { importDeviceKey, memoryKeyStore, type DeviceKeyStore } from '../storage/device-key.ts';
+import { memoryFirstScreenStore, type FirstScreenStore } from '../storage/first-screen.ts';
 
 export const KEY_FILE = 'fieldchart-device.key';
 const KEY_BYTES = 32;
@@ -20,6 +21,32 @@ export function deviceKeyStoreFor(dataDir: string): DeviceKeyStore {
     throw new TypeError(`no device key store for the data dir ${dataDir.split('://')[0]}:// in Node`);
   }
   return fileKeyStore(path.join(dataDir.replace(/^file:\/\//, ''), KEY_FILE));
+}
+
+/** The sealed first screen (storage/first-screen.ts), beside the key in the data directory. */
+export const FIRST_SCREEN_FILE = 'fieldchart-first-screen.sealed';
+
+export function firstScreenStoreFor(dataDir: string): FirstScreenStore {
+  if (dataDir.startsWith('memory://')) return memoryFirstScreenStore();
+  const file = path.join(dataDir.replace(/^file:\/\//, ''), FIRST_SCREEN_FILE);
+  return {
+    async get() {
+      try {
+        return new Uint8Array(await fs.readFile(file));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw err;
+      }
+    },
+    async put(sealed) {
+      // Whole or not at all: written beside, then renamed over.
+      await fs.writeFile(`${file}.new`, sealed, { mode: 0o600 });
+      await fs.rename(`${file}.new`, file);
+    },
+    async delete() {
+      await fs.rm(file, { force: true });
+    },
+  };
 }
 
 export function fileKeyStore(file: string): DeviceKeyStore {

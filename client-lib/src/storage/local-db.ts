@@ -5,8 +5,9 @@
  */
 import { PGlite, type PGliteInterface, type PGliteOptions } from '@electric-sql/pglite';
 import { PGliteWorker } from '@electric-sql/pglite/worker';
-import { deviceKeyStoreFor } from '#device-key';
+import { deviceKeyStoreFor, firstScreenStoreFor } from '#device-key';
 import type { DeviceKeyStore } from './device-key.ts';
+import { FirstScreenCache } from './first-screen.ts';
 import { MIGRATIONS, type MigrationTx } from './local-schema.ts';
 import { metaAd } from './seal-ad.ts';
 import { ad, aesGcmCipher, SealBrokenError, type RowCipher } from './row-cipher.ts';
@@ -48,6 +49,18 @@ export interface OpenLocalDbOptions {
 
 const DEFAULT_OPEN_TIMEOUT_MS = 60_000;
 
+/**
+ * Statements that leave what reads answer as it is, so the first screen stays (first-screen.ts):
+ * a `select`, a `with … select` that names no data-changing command, and the feed's staging of a
+ * unit not yet applied (no read looks at `feed_staging`; applying it is a transaction, a write).
+ * Anything else counts as a write.
+ */
+function leavesReadsAsTheyAre(sql: string): boolean {
+  if (/^\s*select\b/i.test(sql)) return true;
+  if (/^\s*with\b/i.test(sql)) return !/\b(insert\s+into|update\s+\w+\s+set|delete\s+from|merge\s+into)\b/i.test(sql);
+  return /^\s*(insert\s+into|delete\s+from)\s+feed_staging\b/i.test(sql);
+}
+
 /** Runs SQL; rows come back as plain objects (jsonb parsed, int8 as number). */
 export interface Queryable {
   query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
@@ -67,6 +80,8 @@ export interface LocalDb extends Queryable {
   rotateKey(): Promise<void>;
   /** Another tab rotated the key of the shared database (tab-link.ts `reset`): use the stored one. */
   reloadKey(): Promise<void>;
+  /** The app's first screen, kept sealed beside the database and deleted before every write (first-screen.ts). */
+  readonly firstScreen: FirstScreenCache;
   close(): Promise<void>;
 }
 
@@ -82,6 +97,8 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
   const pg = await openPglite(dataDir, options);
   const makeCipher = options.makeCipher ?? aesGcmCipher;
   let cipher: RowCipher;
+  // Another tab's writes are not seen here (shared-db.ts): with a worker nothing is kept.
+  const firstScreen = new FirstScreenCache(options.worker ? null : firstScreenStoreFor(dataDir), dataDir, () => cipher);
   /** Rethrows a storage failure as a {@link StorageError} (and reports it), anything else as it is. */
   const asStorage = (err: unknown): unknown => {
     const storage = storageErrorOf(err);
@@ -95,9 +112,11 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
       throw asStorage(err);
     }
   };
-  const wrap = (q: { query: PGliteInterface['query'] }): Queryable => ({
+  /** `inTransaction`: its transaction as a whole already counts as a write. */
+  const wrap = (q: { query: PGliteInterface['query'] }, inTransaction: boolean): Queryable => ({
     async query<T>(sql: string, params: readonly unknown[] = []) {
-      const res = await guarded(q.query<T>(sql, params as unknown[]));
+      const run = () => guarded(q.query<T>(sql, params as unknown[]));
+      const res = inTransaction || leavesReadsAsTheyAre(sql) ? await run() : await firstScreen.write(run);
       return res.rows;
     },
     // The key changes on rotation: every reader asks for the current one.
@@ -105,27 +124,29 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
       return cipher;
     },
   });
-  const plain = wrap(pg);
+  const plain = wrap(pg, false);
   const db: LocalDb = {
     query: plain.query,
     get cipher() {
       return cipher;
     },
     transaction: (fn) =>
-      guarded(
-        (async () => {
-          const result = await pg.transaction((tx) => fn(wrap(tx)));
-          // PGlite runs COMMIT while it still counts as inside the transaction, so it does not
-          // persist then: in a browser the commit reached IndexedDB only with the next statement
-          // outside a transaction, and a reload before that lost it. Persisted here, a resolved
-          // transaction is on the device. (Directory and memory: nothing to do.) The transaction
-          // has committed, so a failure to persist it is state, not a rejection a caller would
-          // answer by making the write again; PGlite retries before the next statement.
-          await pg.syncToFs().catch((err: unknown) => {
-            options.onStorageError?.(storageErrorOf(err) ?? new StorageError('storage_unavailable', 'the device database could not be persisted', err));
-          });
-          return result;
-        })(),
+      firstScreen.write(() =>
+        guarded(
+          (async () => {
+            const result = await pg.transaction((tx) => fn(wrap(tx, true)));
+            // PGlite runs COMMIT while it still counts as inside the transaction, so it does not
+            // persist then: in a browser the commit reached IndexedDB only with the next statement
+            // outside a transaction, and a reload before that lost it. Persisted here, a resolved
+            // transaction is on the device. (Directory and memory: nothing to do.) The transaction
+            // has committed, so a failure to persist it is state, not a rejection a caller would
+            // answer by making the write again; PGlite retries before the next statement.
+            await pg.syncToFs().catch((err: unknown) => {
+              options.onStorageError?.(storageErrorOf(err) ?? new StorageError('storage_unavailable', 'the device database could not be persisted', err));
+            });
+            return result;
+          })(),
+        ),
       ),
     async rotateKey() {
       const old = cipher;
@@ -151,14 +172,20 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
       });
     },
     async reloadKey() {
-      cipher = await guarded(unlock(pg, keys, makeCipher));
+      cipher = await guarded(unlock(pg, keys, makeCipher, () => firstScreen.write(async () => undefined)));
     },
-    close: () => pg.close(),
+    firstScreen,
+    close: () => {
+      firstScreen.close();
+      return pg.close();
+    },
   };
   try {
     const prepare = async () => {
-      cipher = await guarded(unlock(pg, keys, makeCipher));
-      await guarded(migrate(pg, () => cipher));
+      // A database that changes as it opens (a new key check, a migration) has no first screen.
+      const beforeWrite = () => firstScreen.write(async () => undefined);
+      cipher = await guarded(unlock(pg, keys, makeCipher, beforeWrite));
+      await guarded(migrate(pg, () => cipher, beforeWrite));
     };
     // Two tabs opening at once would each find no key check, or migrate the same version.
     await (options.worker ? withTabLock(tabNames(dataDir).open, prepare) : prepare());
@@ -197,7 +224,7 @@ async function openPglite(dataDir: string, options: OpenLocalDbOptions): Promise
  * nothing is sealed yet (no key check), the stored one or a new one. A key check without a
  * key that opens it means the sealed data cannot be read: `storage_key_lost`.
  */
-async function unlock(pg: PGliteInterface, keys: DeviceKeyStore, makeCipher: (key: CryptoKey) => RowCipher): Promise<RowCipher> {
+async function unlock(pg: PGliteInterface, keys: DeviceKeyStore, makeCipher: (key: CryptoKey) => RowCipher, beforeWrite: () => Promise<void>): Promise<RowCipher> {
   await pg.exec('create table if not exists device_key_check (sealed bytea not null)');
   const [check] = (await pg.query<{ sealed: Uint8Array }>('select sealed from device_key_check')).rows;
   let key: CryptoKey | null;
@@ -219,14 +246,16 @@ async function unlock(pg: PGliteInterface, keys: DeviceKeyStore, makeCipher: (ke
     return cipher;
   }
   const cipher = makeCipher(key ?? (await keys.create()));
+  await beforeWrite();
   await pg.query('insert into device_key_check (sealed) values ($1)', [await cipher.seal(KEY_CHECK, KEY_CHECK_AD)]);
   return cipher;
 }
 
-async function migrate(pg: PGliteInterface, cipher: () => RowCipher): Promise<void> {
+async function migrate(pg: PGliteInterface, cipher: () => RowCipher, beforeWrite: () => Promise<void>): Promise<void> {
   await pg.exec('create table if not exists local_schema_version (version integer not null)');
   const rows = (await pg.query<{ version: number }>('select version from local_schema_version')).rows;
   const current = rows[0]?.version ?? 0;
+  if (current < MIGRATIONS.length) await beforeWrite();
   const setVersion = async (q: Pick<PGliteInterface, 'query'>, v: number) => {
     await q.query('delete from local_schema_version');
     await q.query('insert into local_schema_version (version) values ($1)', [v]);
