@@ -27,6 +27,7 @@ import { StatusStore, type SyncStatus } from './status.ts';
 import type { TabLink } from './tab-link.ts';
 import { TabSync } from './tab-sync.ts';
 import { Uploader, type Carrier } from './uploader.ts';
+import { SyncWaiters } from './waiters.ts';
 
 export type { SyncEvents } from './events.ts';
 
@@ -90,7 +91,7 @@ export class SyncEngine {
   private queue: Promise<void> = Promise.resolve();
   private reconnectTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly reconnectBackoff: Backoff;
-  private waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
+  private readonly waiters: SyncWaiters;
   private readonly network: NetworkStatus | null;
   private readonly unwatchNetwork: () => void;
   /** The other tabs of the app, when the database is shared (null: this engine is the only one). */
@@ -122,7 +123,7 @@ export class SyncEngine {
       ...(opts.backoff ? { backoff: opts.backoff } : {}),
       onAnswered: async () => {
         await this.feed.settleAnswered(this.helloClientId !== null && this.helloClientId === (await clientIdOf(db)));
-        await this.resolveWaiters();
+        await this.waiters.settle();
       },
       // A socket said hello under the old id: a new one says it under the new id.
       onRekeyed: () => (this.conn ? this.conn.close(CLOSE_CODES.client_reconnect, 'new client id') : this.useHttpIfBlocked()),
@@ -134,6 +135,7 @@ export class SyncEngine {
       }
     });
     this.feed = new FeedReceiver({ db, status: this.state, events: this.events });
+    this.waiters = new SyncWaiters({ status: this.state, caughtUp: () => this.feed.caughtUp() });
     this.network = opts.network === undefined ? platformNetwork() : opts.network;
     this.unwatchNetwork = this.network?.watch({ offline: () => this.wentOffline(), online: () => this.cameOnline() }) ?? (() => {});
     if (opts.tabs) {
@@ -223,9 +225,7 @@ export class SyncEngine {
    */
   whenSynced(): Promise<void> {
     if (this.tabs && !this.leading) return this.tabs.whenSynced();
-    const wait = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
-    void this.resolveWaiters();
-    return wait;
+    return this.waiters.wait();
   }
 
   async close(): Promise<void> {
@@ -273,7 +273,7 @@ export class SyncEngine {
     this.disconnect();
     this.uploader.detach();
     this.state.patch({ halted: reason, connected: false, current: false });
-    this.rejectWaiters(err);
+    this.waiters.rejectAll(err);
   }
 
   private async connect(): Promise<void> {
@@ -466,7 +466,7 @@ export class SyncEngine {
    */
   private async becomeLeader(): Promise<void> {
     if (this.closed || !this.tabs) return;
-    this.waiters.push(...this.tabs.takeWaiters());
+    this.waiters.adopt(this.tabs.takeWaiters());
     const db = this.opts.db;
     let session: StoredSession | null;
     try {
@@ -524,7 +524,7 @@ export class SyncEngine {
       case 'synced':
         await this.feed.receive(m);
         this.drafts.retryUnavailable();
-        return this.resolveWaiters();
+        return this.waiters.settle();
       case 'ack':
       case 'reject':
       case 'retry':
@@ -568,23 +568,5 @@ export class SyncEngine {
     this.uploader.attach(carrier, m.last_mutation_id, { rekey: this.superseded });
     this.superseded = false;
     void this.drafts.onConnected().catch((err: unknown) => this.state.fail(failureCode(err, 'draft'), String(err)));
-  }
-
-  // ——— waiting for the device to be synced ———
-
-  private async resolveWaiters(): Promise<void> {
-    const s = this.state.value;
-    if (this.waiters.length === 0 || s.pending > 0 || !s.current || !s.connected || !(await this.feed.caughtUp())) return;
-    const now = this.state.value;
-    if (now.pending > 0 || !now.current || !now.connected) return;
-    const ws = this.waiters;
-    this.waiters = [];
-    for (const w of ws) w.resolve();
-  }
-
-  private rejectWaiters(err: Error): void {
-    const ws = this.waiters;
-    this.waiters = [];
-    for (const w of ws) w.reject(err);
   }
 }
