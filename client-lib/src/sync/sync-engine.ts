@@ -7,17 +7,18 @@
  * messages are handled one after another (each may write the device database), and every
  * background failure becomes status, never an unhandled rejection.
  */
-import { CLOSE_CODES, PROTOCOL_VERSION, closeCodeName, type ClientMessage, type ServerMessage } from '@fieldchart/schema/sync';
+import { CLOSE_CODES, PROTOCOL_VERSION, type ClientMessage, type ServerMessage } from '@fieldchart/schema/sync';
 import { failureCode } from '../storage/storage-errors.ts';
-import { FieldchartApiError, type FetchLike, type RestClient } from '../rest/index.ts';
+import type { FetchLike, RestClient } from '../rest/index.ts';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
 import { platformNetwork, type NetworkStatus } from '../platform/network-status.ts';
 import type { LocalDb } from '../storage/local-db.ts';
 import { clientIdOf, getMeta, type StoredSession } from '../storage/meta.ts';
 import { failureCount, pendingCount } from '../storage/outbox.ts';
+import { stepAfterClose, stepAfterRefusal, WENT_OFFLINE, type EndStep } from './after-close.ts';
 import { Backoff, type BackoffOptions } from './backoff.ts';
 import { httpCarrier, socketCarrier } from './carriers.ts';
-import { Connection, HANDSHAKE_TIMEOUT, handshakeDeadline } from './connection.ts';
+import { Connection, handshakeDeadline } from './connection.ts';
 import { DraftSync } from './drafts.ts';
 import { Emitter } from './emitter.ts';
 import type { SyncEvents } from './events.ts';
@@ -37,14 +38,8 @@ export type { SyncEvents } from './events.ts';
  */
 export const HTTP_FALLBACK_AFTER = 2;
 
-/** The least pause before a socket taken over by another install (4409) comes back. */
-export const SUPERSEDED_PAUSE_MS = 1_000;
-
 /** A tab that began to lead and could not read the shared database yet tries again after this. */
 const LEAD_RETRY_MS = 100;
-
-/** The close reason of a socket this side dropped because the platform said the network went. */
-const WENT_OFFLINE = 'offline';
 
 export interface SyncEngineOptions {
   readonly db: LocalDb;
@@ -130,9 +125,8 @@ export class SyncEngine {
     });
     this.http = httpCarrier(this.session.rest, () => clientIdOf(db), (err) => {
       // The HTTP fallback's answer to a revoked device: the same end as the socket's 4411.
-      if (err instanceof FieldchartApiError && err.status === 403 && err.code === 'device_revoked') {
-        this.enqueue(() => this.endAndWipe('device_revoked', err.message));
-      }
+      const end = stepAfterRefusal(err);
+      if (end) this.enqueue(() => this.endAndWipe(end));
     });
     this.feed = new FeedReceiver({ db, status: this.state, events: this.events });
     this.waiters = new SyncWaiters({ status: this.state, caughtUp: () => this.feed.caughtUp() });
@@ -378,46 +372,24 @@ export class SyncEngine {
     const wasWelcomed = this.welcomed !== null;
     this.afterClose();
     if (!this.running) return;
-    const name = closeCodeName(code);
-    switch (code) {
-      case CLOSE_CODES.unauthorized:
-        // The token was refused: a fresh one, then a fresh socket.
-        this.state.fail('unauthorized', reason || 'the server refused the access token');
+    const step = stepAfterClose(code, reason, { welcomed: wasWelcomed, offline: this.network?.online === false });
+    if (step.next === 'end') return this.endAndWipe(step);
+    if (step.error) this.state.fail(step.error.code, step.error.message);
+    switch (step.next) {
+      case 'refresh':
         this.session.markRefused();
         return this.scheduleReconnect();
-      case CLOSE_CODES.account_disabled:
-        return this.endAndWipe('account_disabled', reason || 'the account is disabled');
-      case CLOSE_CODES.device_revoked:
-        return this.endAndWipe('device_revoked', reason || 'this device was revoked');
-      case CLOSE_CODES.organization_left:
-        // What the device holds came with an organization seat that has ended: it goes —
-        // unsynced writes and drafts too, never uploaded — and the device starts over with no
-        // cursor, under the seat the user has now. The session stays.
-        this.state.fail('organization_left', reason || 'the organization seat ended');
+      case 'wipe':
         await this.wipeDevice();
         return this.scheduleReconnect();
-      case CLOSE_CODES.superseded:
-        // Another install says hello with this client id (a copied data dir: a restored
-        // backup, a cloned phone; the same install's own new socket never reaches here, its
-        // old one is no longer `this.conn`). Come back after a pause and part ids: the next
-        // welcome re-keys once what the server may have processed is answered.
-        this.state.fail('superseded', reason || 'another install connected with this client id');
+      case 'superseded':
         this.superseded = true;
-        return this.scheduleReconnect(SUPERSEDED_PAUSE_MS);
-      case CLOSE_CODES.protocol_unsupported:
-        this.state.fail(name ?? String(code), reason || `closed with ${code}`);
-        return this.halt(name ?? String(code));
-      default:
-        if ((code === CLOSE_CODES.client_reconnect && reason === WENT_OFFLINE) || this.network?.online === false) {
-          this.state.fail('offline', 'the device is offline');
-        } else if (code !== CLOSE_CODES.normal || wasWelcomed) {
-          this.state.fail(name ?? (code === 1006 ? 'network' : `closed_${code}`), reason || (code === 1006 ? 'connection lost' : `closed with ${code}`));
-        }
-        // A handshake that ran out of time says nothing about websockets being blocked (the
-        // server may be slow): it gets longer next time, and does not bring in HTTP beside it.
-        if (!wasWelcomed && reason === HANDSHAKE_TIMEOUT) this.timedOutHandshakes++;
-        // Opens refused while the platform knows it is offline say nothing of websockets either.
-        else if (!wasWelcomed && this.network?.online !== false) this.failedOpens++;
+        return this.scheduleReconnect(step.pauseMs);
+      case 'halt':
+        return this.halt(step.reason);
+      case 'retry':
+        if (step.attempt === 'handshake_timed_out') this.timedOutHandshakes++;
+        else if (step.attempt === 'open_failed') this.failedOpens++;
         this.scheduleReconnect();
         await this.useHttpIfBlocked();
     }
@@ -441,10 +413,10 @@ export class SyncEngine {
    * revoked, 4411 or 403 `device_revoked` over HTTP): syncing stops — nothing more is
    * uploaded — the session is forgotten and the device wiped.
    */
-  private async endAndWipe(reason: 'account_disabled' | 'device_revoked', message: string): Promise<void> {
+  private async endAndWipe(step: EndStep): Promise<void> {
     if (!this.running) return;
-    this.state.fail(reason, message);
-    await this.endSession(reason);
+    this.state.fail(step.error.code, step.error.message);
+    await this.endSession(step.reason);
     await this.wipeDevice();
   }
 
