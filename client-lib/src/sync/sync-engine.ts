@@ -16,14 +16,15 @@ import type { LocalDb } from '../storage/local-db.ts';
 import { clientIdOf, getMeta, type StoredSession } from '../storage/meta.ts';
 import { failureCount, pendingCount } from '../storage/outbox.ts';
 import { stepAfterClose, stepAfterRefusal, WENT_OFFLINE, type EndStep } from './after-close.ts';
-import { Backoff, type BackoffOptions } from './backoff.ts';
+import type { BackoffOptions } from './backoff.ts';
 import { httpCarrier, socketCarrier } from './carriers.ts';
-import { Connection, handshakeDeadline } from './connection.ts';
+import { Connection } from './connection.ts';
 import { DraftSync } from './drafts.ts';
 import { Emitter } from './emitter.ts';
 import type { SyncEvents } from './events.ts';
 import { FeedReceiver } from './feed.ts';
 import { Session, claimDevice, clearUserData } from './session.ts';
+import { Reconnect } from './reconnect.ts';
 import { StatusStore, type SyncStatus } from './status.ts';
 import type { TabLink } from './tab-link.ts';
 import { TabSync } from './tab-sync.ts';
@@ -31,12 +32,6 @@ import { Uploader, type Carrier } from './uploader.ts';
 import { SyncWaiters } from './waiters.ts';
 
 export type { SyncEvents } from './events.ts';
-
-/**
- * Socket opens that failed in a row (no `welcome`) before the outbox is drained over HTTP
- * instead (`POST /sync/mutations`): a network that passes HTTP but not websockets.
- */
-export const HTTP_FALLBACK_AFTER = 2;
 
 /** A tab that began to lead and could not read the shared database yet tries again after this. */
 const LEAD_RETRY_MS = 100;
@@ -76,16 +71,11 @@ export class SyncEngine {
   private running = false;
   private closed = false;
   private connecting = false;
-  /** Socket opens that failed in a row with an answer (refused, closed): websockets may be blocked. */
-  private failedOpens = 0;
-  /** Handshakes in a row that ran out of time: the next one is given longer. */
-  private timedOutHandshakes = 0;
   /** The last socket was taken over by another install with this client id (4409). */
   private superseded = false;
   /** Incoming messages and closes, handled strictly in order. */
   private queue: Promise<void> = Promise.resolve();
-  private reconnectTimer: ReturnType<typeof setTimeout> | null = null;
-  private readonly reconnectBackoff: Backoff;
+  private readonly reconnect: Reconnect;
   private readonly waiters: SyncWaiters;
   private readonly network: NetworkStatus | null;
   private readonly unwatchNetwork: () => void;
@@ -94,7 +84,10 @@ export class SyncEngine {
 
   constructor(private readonly opts: SyncEngineOptions) {
     const db = opts.db;
-    this.reconnectBackoff = new Backoff(opts.backoff);
+    this.reconnect = new Reconnect(() => void this.connect(), {
+      ...(opts.backoff ? { backoff: opts.backoff } : {}),
+      ...(opts.openTimeoutMs !== undefined ? { firstHandshakeMs: opts.openTimeoutMs } : {}),
+    });
     this.session = new Session({
       db,
       status: this.state,
@@ -247,9 +240,9 @@ export class SyncEngine {
   /** The network is back: connect now, not when the backoff would have tried next. */
   private cameOnline(): void {
     if (!this.running || this.closed) return;
-    this.reconnectBackoff.reset();
+    this.reconnect.resetDelay();
     if (this.conn || this.connecting) return;
-    this.clearReconnect();
+    this.reconnect.cancel();
     void this.connect();
   }
 
@@ -281,7 +274,7 @@ export class SyncEngine {
   }
 
   private async openSocket(): Promise<void> {
-    this.clearReconnect();
+    this.reconnect.cancel();
     let token: string | null;
     try {
       token = await this.session.tokenForHello();
@@ -306,7 +299,7 @@ export class SyncEngine {
         conn.close(CLOSE_CODES.bad_message, 'bad message');
       },
       onClose: (code, reason) => this.enqueue(() => this.handleClose(conn, code, reason)),
-    }, handshakeDeadline(this.timedOutHandshakes, this.opts.openTimeoutMs));
+    }, this.reconnect.handshakeMs);
     this.conn = conn;
   }
 
@@ -316,7 +309,7 @@ export class SyncEngine {
     this.conn = null;
     conn?.close(CLOSE_CODES.normal, 'bye');
     this.afterClose();
-    this.clearReconnect();
+    this.reconnect.cancel();
   }
 
   /** What every end of a socket resets, whoever ended it. */
@@ -331,22 +324,13 @@ export class SyncEngine {
 
   private scheduleReconnect(atLeastMs = 0): void {
     if (!this.running || this.closed) return;
-    this.clearReconnect();
-    this.reconnectTimer = setTimeout(() => {
-      this.reconnectTimer = null;
-      void this.connect();
-    }, this.reconnectBackoff.next(atLeastMs));
-  }
-
-  private clearReconnect(): void {
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    this.reconnectTimer = null;
+    this.reconnect.schedule(atLeastMs);
   }
 
   /** After failed socket opens, the outbox goes over HTTP — only the session's own user's. */
   private async useHttpIfBlocked(): Promise<void> {
     const session = this.session.current;
-    if (this.failedOpens < HTTP_FALLBACK_AFTER || this.welcomed || !this.running || !session) return;
+    if (!this.reconnect.websocketsBlocked || this.welcomed || !this.running || !session) return;
     if (this.uploader.isUsing(this.http)) return;
     // Without a socket nothing else checks whose outbox this is.
     const owner = await getMeta(this.opts.db, 'user_id');
@@ -388,8 +372,7 @@ export class SyncEngine {
       case 'halt':
         return this.halt(step.reason);
       case 'retry':
-        if (step.attempt === 'handshake_timed_out') this.timedOutHandshakes++;
-        else if (step.attempt === 'open_failed') this.failedOpens++;
+        this.reconnect.count(step.attempt);
         this.scheduleReconnect();
         await this.useHttpIfBlocked();
     }
@@ -529,9 +512,7 @@ export class SyncEngine {
     await this.session.adoptUser(m.user_id);
     await this.feed.welcomed(m);
     conn.welcomed();
-    this.failedOpens = 0;
-    this.timedOutHandshakes = 0;
-    this.reconnectBackoff.reset();
+    this.reconnect.welcomed();
     this.session.keepFresh(m.token_expires_at, (token) => this.send({ type: 'auth', token }));
     this.state.patch({ connected: true, halted: null, pending: await pendingCount(db), downloading: true, current: false });
     this.events.emit('change', { reason: 'feed' });
