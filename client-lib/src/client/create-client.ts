@@ -29,7 +29,7 @@ import { byVisitTime, readNotifications, readPatients, readVisits, type Patient,
 import type { BackoffOptions } from '../sync/backoff.ts';
 import { draftName, scheduleUuidOfDraft, SOAP_SECTIONS } from '../sync/drafts.ts';
 import { SyncEngine, type SyncEvents } from '../sync/sync-engine.ts';
-import { deviceOwnerFor, unsyncedWork } from '../sync/session.ts';
+import { deviceOwnerFor, unsyncedWork } from '../sync/device-data.ts';
 import type { SyncStatus } from '../sync/status.ts';
 import { LocalNotFoundError, NotSignedInError, OutboxNotEmptyError, PlanDayError } from './errors.ts';
 import { planDayFrom } from '../model/plan-day.ts';

@@ -19,11 +19,12 @@ import { stepAfterClose, stepAfterRefusal, WENT_OFFLINE, type EndStep } from './
 import type { BackoffOptions } from './backoff.ts';
 import { httpCarrier, socketCarrier } from './carriers.ts';
 import { Connection } from './connection.ts';
+import { DeviceData } from './device-data.ts';
 import { DraftSync } from './drafts.ts';
 import { Emitter } from './emitter.ts';
 import type { SyncEvents } from './events.ts';
 import { FeedReceiver } from './feed.ts';
-import { Session, claimDevice, clearUserData } from './session.ts';
+import { Session } from './session.ts';
 import { Reconnect } from './reconnect.ts';
 import { StatusStore, type SyncStatus } from './status.ts';
 import type { TabLink } from './tab-link.ts';
@@ -77,6 +78,7 @@ export class SyncEngine {
   private queue: Promise<void> = Promise.resolve();
   private readonly reconnect: Reconnect;
   private readonly waiters: SyncWaiters;
+  private readonly device: DeviceData;
   private readonly network: NetworkStatus | null;
   private readonly unwatchNetwork: () => void;
   /** The other tabs of the app, when the database is shared (null: this engine is the only one). */
@@ -123,6 +125,7 @@ export class SyncEngine {
     });
     this.feed = new FeedReceiver({ db, status: this.state, events: this.events });
     this.waiters = new SyncWaiters({ status: this.state, caughtUp: () => this.feed.caughtUp() });
+    this.device = new DeviceData({ db, drafts: this.drafts, status: this.state, events: this.events, tellTabs: () => this.tabs?.post({ type: 'reset' }) });
     this.network = opts.network === undefined ? platformNetwork() : opts.network;
     this.unwatchNetwork = this.network?.watch({ offline: () => this.wentOffline(), online: () => this.cameOnline() }) ?? (() => {});
     if (opts.tabs) {
@@ -364,7 +367,7 @@ export class SyncEngine {
         this.session.markRefused();
         return this.scheduleReconnect();
       case 'wipe':
-        await this.wipeDevice();
+        await this.device.wipeInBackground();
         return this.scheduleReconnect();
       case 'superseded':
         this.superseded = true;
@@ -384,11 +387,7 @@ export class SyncEngine {
    * user signing in, and an account closed on the server all end here.
    */
   async wipeUserData(): Promise<void> {
-    this.drafts.clear();
-    await clearUserData(this.opts.db, null);
-    this.tabs?.post({ type: 'reset' });
-    this.state.patch({ pending: 0, failed: 0 });
-    this.events.emit('change', { reason: 'reset' });
+    return this.device.wipe();
   }
 
   /**
@@ -400,16 +399,7 @@ export class SyncEngine {
     if (!this.running) return;
     this.state.fail(step.error.code, step.error.message);
     await this.endSession(step.reason);
-    await this.wipeDevice();
-  }
-
-  /** The device's data goes (wipeUserData). A storage failure here is state, like any other in the background. */
-  private async wipeDevice(): Promise<void> {
-    try {
-      await this.wipeUserData();
-    } catch (err) {
-      this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
-    }
+    await this.device.wipeInBackground();
   }
 
   // ——— tabs ———
@@ -495,19 +485,10 @@ export class SyncEngine {
 
   private async welcome(conn: Connection, m: Extract<ServerMessage, { type: 'welcome' }>): Promise<void> {
     const db = this.opts.db;
-    const claim = await claimDevice(db, m.user_id);
-    if (claim.kind === 'blocked') {
-      // Another clinician's unsynced work is here: never uploaded as this user (a session begun
-      // from tokens names no user until now). Signing that clinician in again uploads it.
-      this.state.fail('other_user_outbox', `${claim.writes} write(s) and ${claim.drafts} draft(s) of another user are on this device: sign that user in to upload them, or sign out with force`);
-      return this.halt('other_user_outbox', new Error('sync stopped: another user’s writes are on this device'));
-    }
-    if (claim.kind === 'restart') {
-      this.tabs?.post({ type: 'reset' });
-      this.drafts.clear();
-      this.events.emit('change', { reason: 'reset' });
-      return conn.close(CLOSE_CODES.client_reconnect, 'user changed');
-    }
+    const claim = await this.device.claim(m.user_id);
+    // Another clinician's unsynced work is here: it is never uploaded as this user.
+    if (claim === 'blocked') return this.halt('other_user_outbox', new Error('sync stopped: another user’s writes are on this device'));
+    if (claim === 'restart') return conn.close(CLOSE_CODES.client_reconnect, 'user changed');
     // The HTTP fallback needs the session's user.
     await this.session.adoptUser(m.user_id);
     await this.feed.welcomed(m);
