@@ -24,6 +24,7 @@ import { DraftSync } from './drafts.ts';
 import { Emitter } from './emitter.ts';
 import type { SyncEvents } from './events.ts';
 import { FeedReceiver } from './feed.ts';
+import { frameRouter, type RoutedFrame } from './frames.ts';
 import { Session } from './session.ts';
 import { Reconnect } from './reconnect.ts';
 import { StatusStore, type SyncStatus } from './status.ts';
@@ -79,6 +80,7 @@ export class SyncEngine {
   private readonly reconnect: Reconnect;
   private readonly waiters: SyncWaiters;
   private readonly device: DeviceData;
+  private readonly route: (m: RoutedFrame) => Promise<void>;
   private readonly network: NetworkStatus | null;
   private readonly unwatchNetwork: () => void;
   /** The other tabs of the app, when the database is shared (null: this engine is the only one). */
@@ -125,6 +127,14 @@ export class SyncEngine {
     });
     this.feed = new FeedReceiver({ db, status: this.state, events: this.events });
     this.waiters = new SyncWaiters({ status: this.state, caughtUp: () => this.feed.caughtUp() });
+    this.route = frameRouter({
+      feed: this.feed,
+      uploader: this.uploader,
+      drafts: this.drafts,
+      waiters: this.waiters,
+      tokenAccepted: (expiresAt) => this.keepTokenFresh(expiresAt),
+      carrier: () => this.welcomed,
+    });
     this.device = new DeviceData({ db, drafts: this.drafts, status: this.state, events: this.events, tellTabs: () => this.tabs?.post({ type: 'reset' }) });
     this.network = opts.network === undefined ? platformNetwork() : opts.network;
     this.unwatchNetwork = this.network?.watch({ offline: () => this.wentOffline(), online: () => this.cameOnline() }) ?? (() => {});
@@ -349,6 +359,11 @@ export class SyncEngine {
     });
   }
 
+  /** The socket's token is refreshed in band before `expiresAt`. */
+  private keepTokenFresh(expiresAt: string): void {
+    this.session.keepFresh(expiresAt, (token) => this.send({ type: 'auth', token }));
+  }
+
   private send(m: ClientMessage): boolean {
     return this.welcomed !== null && this.conn !== null ? this.conn.send(m) : false;
   }
@@ -456,31 +471,10 @@ export class SyncEngine {
 
   private async handle(conn: Connection, m: ServerMessage): Promise<void> {
     if (this.conn !== conn) return;
-    switch (m.type) {
-      case 'welcome':
-        // Re-keyed (over HTTP) while this socket was opening: it speaks for the old id.
-        if (this.helloClientId !== (await clientIdOf(this.opts.db))) return conn.close(CLOSE_CODES.client_reconnect, 'new client id');
-        return this.welcome(conn, m);
-      case 'auth_ok':
-        return this.session.keepFresh(m.token_expires_at, (token) => this.send({ type: 'auth', token }));
-      case 'reset':
-      case 'changes':
-        return this.feed.receive(m);
-      case 'synced':
-        await this.feed.receive(m);
-        this.drafts.retryUnavailable();
-        return this.waiters.settle();
-      case 'ack':
-      case 'reject':
-      case 'retry':
-      case 'failed':
-      case 'conflict':
-        return this.uploader.answer(m, this.welcomed);
-      case 'doc':
-        return this.drafts.handleDoc(m.doc, m.message);
-      case 'doc_error':
-        return this.drafts.handleDocError(m.doc, m.code, m.message);
-    }
+    if (m.type !== 'welcome') return this.route(m);
+    // Re-keyed (over HTTP) while this socket was opening: it speaks for the old id.
+    if (this.helloClientId !== (await clientIdOf(this.opts.db))) return conn.close(CLOSE_CODES.client_reconnect, 'new client id');
+    return this.welcome(conn, m);
   }
 
   private async welcome(conn: Connection, m: Extract<ServerMessage, { type: 'welcome' }>): Promise<void> {
@@ -494,7 +488,7 @@ export class SyncEngine {
     await this.feed.welcomed(m);
     conn.welcomed();
     this.reconnect.welcomed();
-    this.session.keepFresh(m.token_expires_at, (token) => this.send({ type: 'auth', token }));
+    this.keepTokenFresh(m.token_expires_at);
     this.state.patch({ connected: true, halted: null, pending: await pendingCount(db), downloading: true, current: false });
     this.events.emit('change', { reason: 'feed' });
     const carrier = socketCarrier(conn, (duplicate) => this.feed.settleAfter(duplicate));
