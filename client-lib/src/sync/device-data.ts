@@ -7,13 +7,12 @@
 import { clearDrafts, unconfirmedDrafts } from '../storage/draft-store.ts';
 import { clearFeed } from '../storage/feed-store.ts';
 import type { LocalDb, Queryable } from '../storage/local-db.ts';
-import { deleteMeta, getMeta, setMeta } from '../storage/meta.ts';
+import { deleteMeta, getMeta, setMeta, type StoredSession } from '../storage/meta.ts';
 import { clearOutbox, failureCount, pendingCount } from '../storage/outbox.ts';
-import { failureCode } from '../storage/storage-errors.ts';
 import type { DraftSync } from './drafts.ts';
 import type { Emitter } from './emitter.ts';
 import type { SyncEvents } from './events.ts';
-import type { StatusStore } from './status.ts';
+import type { StatusStore, SyncStatus } from './status.ts';
 
 /** Work that exists only on this device: queued writes, parked ones and unconfirmed draft edits. */
 export async function unsyncedWork(db: Queryable): Promise<{ writes: number; drafts: number }> {
@@ -70,6 +69,17 @@ export async function clearUserData(db: LocalDb, nextUser: string | null): Promi
   await db.rotateKey();
 }
 
+/** What the status says of a device whose stored session is `session`: the outbox's counts, the last sync. */
+export async function storedStatus(db: Queryable, session: StoredSession | null): Promise<Partial<SyncStatus>> {
+  return {
+    signedIn: session !== null,
+    pending: await pendingCount(db),
+    failed: await failureCount(db),
+    lastSyncedAt: await getMeta(db, 'last_synced_at'),
+    halted: session ? null : 'signed_out',
+  };
+}
+
 export interface DeviceDataOptions {
   readonly db: LocalDb;
   readonly drafts: Pick<DraftSync, 'clear'>;
@@ -101,7 +111,7 @@ export class DeviceData {
     try {
       await this.wipe();
     } catch (err) {
-      this.opts.status.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
+      this.opts.status.failWith(err, 'internal');
     }
   }
 

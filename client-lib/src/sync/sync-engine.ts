@@ -19,7 +19,7 @@ import { stepAfterClose, stepAfterRefusal, WENT_OFFLINE, type EndStep } from './
 import type { BackoffOptions } from './backoff.ts';
 import { httpCarrier, socketCarrier } from './carriers.ts';
 import { Connection } from './connection.ts';
-import { DeviceData } from './device-data.ts';
+import { DeviceData, storedStatus } from './device-data.ts';
 import { DraftSync } from './drafts.ts';
 import { Emitter } from './emitter.ts';
 import type { SyncEvents } from './events.ts';
@@ -149,9 +149,7 @@ export class SyncEngine {
         dropConnection: () => this.dropConnection(),
         reloadSession: () => this.reloadSession(),
         enqueue: (fn) => {
-          this.queue = this.queue.then(fn).catch((err: unknown) => {
-            this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
-          });
+          this.queue = this.queue.then(fn).catch((err: unknown) => this.state.failWith(err, 'internal'));
         },
       });
     }
@@ -172,16 +170,8 @@ export class SyncEngine {
 
   /** Loads the stored state and, with a session, starts syncing. */
   async start(): Promise<void> {
-    const db = this.opts.db;
-    const session = await this.session.load();
-    await clientIdOf(db);
-    this.state.patch({
-      signedIn: session !== null,
-      pending: await pendingCount(db),
-      failed: await failureCount(db),
-      lastSyncedAt: await getMeta(db, 'last_synced_at'),
-      halted: session ? null : 'signed_out',
-    });
+    await clientIdOf(this.opts.db);
+    const session = await this.restore();
     if (this.tabs && !(await this.tabs.lead(() => this.enqueue(() => this.becomeLeader())))) return;
     if (session) this.run();
   }
@@ -189,9 +179,7 @@ export class SyncEngine {
   /** A new session (sign-in): stored, then syncing starts over with it. */
   async useSession(session: StoredSession): Promise<void> {
     await this.session.begin(session);
-    this.state.patch({ signedIn: true, halted: null, lastError: null });
-    this.disconnect();
-    this.run();
+    this.restart();
     this.tabs?.tellLeader({ type: 'session' });
   }
 
@@ -210,7 +198,7 @@ export class SyncEngine {
     } catch (err) {
       // The write is made; a count that cannot be read now (a full storage) is state, not its
       // failure. One more is pending at least, so `whenSynced` does not answer early.
-      this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
+      this.state.failWith(err, 'internal');
       this.state.patch({ pending: this.state.value.pending + 1 });
     }
     this.events.emit('change', { reason: 'write' });
@@ -260,6 +248,20 @@ export class SyncEngine {
   }
 
   // ——— connection ———
+
+  /** Reads the stored session and what the device holds into the status (start, a new leader). */
+  private async restore(patch: Partial<SyncStatus> = {}): Promise<StoredSession | null> {
+    const session = await this.session.load();
+    this.state.patch({ ...patch, ...(await storedStatus(this.opts.db, session)) });
+    return session;
+  }
+
+  /** A session is stored (here or by another tab): syncing starts over with it. */
+  private restart(): void {
+    this.state.patch({ signedIn: true, halted: null, lastError: null });
+    this.disconnect();
+    this.run();
+  }
 
   private run(): void {
     if (this.closed) return;
@@ -353,7 +355,7 @@ export class SyncEngine {
 
   private enqueue(fn: () => Promise<void>): void {
     this.queue = this.queue.then(fn).catch((err: unknown) => {
-      this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
+      this.state.failWith(err, 'internal');
       // A failure half way through a message leaves the socket's state unknown: start over.
       this.conn?.close(CLOSE_CODES.client_reconnect, 'client error');
     });
@@ -427,25 +429,13 @@ export class SyncEngine {
   private async becomeLeader(): Promise<void> {
     if (this.closed || !this.tabs) return;
     this.waiters.adopt(this.tabs.takeWaiters());
-    const db = this.opts.db;
     let session: StoredSession | null;
     try {
-      session = await this.session.load();
-      this.state.patch({
-        signedIn: session !== null,
-        connected: false,
-        uploading: false,
-        downloading: false,
-        current: false,
-        pending: await pendingCount(db),
-        failed: await failureCount(db),
-        lastSyncedAt: await getMeta(db, 'last_synced_at'),
-        halted: session ? null : 'signed_out',
-      });
+      session = await this.restore({ connected: false, uploading: false, downloading: false, current: false });
     } catch (err) {
       // The leading tab's worker held the database too: a query sent as it closed fails while
       // this tab's worker opens it. Queries after that wait for it: try again shortly.
-      this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
+      this.state.failWith(err, 'internal');
       setTimeout(() => this.enqueue(() => this.becomeLeader()), LEAD_RETRY_MS);
       return;
     }
@@ -462,9 +452,7 @@ export class SyncEngine {
       this.state.patch({ signedIn: false, pending: await pendingCount(this.opts.db), failed: await failureCount(this.opts.db) });
       return;
     }
-    this.state.patch({ signedIn: true, halted: null, lastError: null });
-    this.disconnect();
-    this.run();
+    this.restart();
   }
 
   // ——— messages ———
