@@ -38,8 +38,24 @@ export type { SyncEvents } from './events.ts';
 /** A tab that began to lead and could not read the shared database yet tries again after this. */
 const LEAD_RETRY_MS = 100;
 
+/**
+ * The status the app reads and the events it hears. Made before the engine, so that the device
+ * database can report a storage failure into them while it opens.
+ */
+export interface SyncSignals {
+  readonly events: Emitter<SyncEvents>;
+  readonly state: StatusStore;
+}
+
+export function syncSignals(): SyncSignals {
+  const events = new Emitter<SyncEvents>();
+  return { events, state: new StatusStore((s) => events.emit('status', s)) };
+}
+
 export interface SyncEngineOptions {
   readonly db: LocalDb;
+  /** Default: new ones. */
+  readonly signals?: SyncSignals;
   readonly baseUrl: string;
   readonly url: string;
   readonly WebSocket: WebSocketConstructor;
@@ -58,8 +74,8 @@ export interface SyncEngineOptions {
 }
 
 export class SyncEngine {
-  readonly events = new Emitter<SyncEvents>();
-  readonly state = new StatusStore((s) => this.events.emit('status', s));
+  readonly events: Emitter<SyncEvents>;
+  readonly state: StatusStore;
   readonly session: Session;
   readonly drafts: DraftSync;
   private readonly uploader: Uploader;
@@ -88,6 +104,7 @@ export class SyncEngine {
 
   constructor(private readonly opts: SyncEngineOptions) {
     const db = opts.db;
+    ({ events: this.events, state: this.state } = opts.signals ?? syncSignals());
     this.reconnect = new Reconnect(() => void this.connect(), {
       ...(opts.backoff ? { backoff: opts.backoff } : {}),
       ...(opts.openTimeoutMs !== undefined ? { firstHandshakeMs: opts.openTimeoutMs } : {}),
