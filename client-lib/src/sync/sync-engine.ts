@@ -15,9 +15,9 @@ import { platformNetwork, type NetworkStatus } from '../platform/network-status.
 import type { LocalDb } from '../storage/local-db.ts';
 import { clientIdOf, getMeta, type StoredSession } from '../storage/meta.ts';
 import { failureCount, pendingCount } from '../storage/outbox.ts';
-import { stepAfterClose, stepAfterRefusal, WENT_OFFLINE, type EndStep } from './after-close.ts';
+import { stepAfterClose, WENT_OFFLINE, type EndStep } from './after-close.ts';
 import type { BackoffOptions } from './backoff.ts';
-import { httpCarrier, socketCarrier } from './carriers.ts';
+import { socketCarrier } from './carriers.ts';
 import { Connection } from './connection.ts';
 import { DeviceData, storedStatus } from './device-data.ts';
 import { DraftSync } from './drafts.ts';
@@ -25,6 +25,7 @@ import { Emitter } from './emitter.ts';
 import type { SyncEvents } from './events.ts';
 import { FeedReceiver } from './feed.ts';
 import { frameRouter, type RoutedFrame } from './frames.ts';
+import { HttpFallback } from './http-fallback.ts';
 import { Session } from './session.ts';
 import { Reconnect } from './reconnect.ts';
 import { StatusStore, type SyncStatus } from './status.ts';
@@ -80,7 +81,7 @@ export class SyncEngine {
   readonly drafts: DraftSync;
   private readonly uploader: Uploader;
   private readonly feed: FeedReceiver;
-  private readonly http: Carrier;
+  private readonly fallback: HttpFallback;
   private conn: Connection | null = null;
   /** The client id the current socket said hello with. */
   private helloClientId: string | null = null;
@@ -135,12 +136,16 @@ export class SyncEngine {
         await this.waiters.settle();
       },
       // A socket said hello under the old id: a new one says it under the new id.
-      onRekeyed: () => (this.conn ? this.conn.close(CLOSE_CODES.client_reconnect, 'new client id') : this.useHttpIfBlocked()),
+      onRekeyed: () => (this.conn ? this.conn.close(CLOSE_CODES.client_reconnect, 'new client id') : this.fallback.takeUpIfWanted()),
     });
-    this.http = httpCarrier(this.session.rest, () => clientIdOf(db), (err) => {
-      // The HTTP fallback's answer to a revoked device: the same end as the socket's 4411.
-      const end = stepAfterRefusal(err);
-      if (end) this.enqueue(() => this.endAndWipe(end));
+    this.fallback = new HttpFallback({
+      db,
+      rest: this.session.rest,
+      uploader: this.uploader,
+      session: () => this.session.current,
+      websocketsBlocked: () => this.reconnect.websocketsBlocked,
+      socketless: () => this.welcomed === null && this.running,
+      onEnded: (end) => this.enqueue(() => this.endAndWipe(end)),
     });
     this.feed = new FeedReceiver({ db, status: this.state, events: this.events });
     this.waiters = new SyncWaiters({ status: this.state, caughtUp: () => this.feed.caughtUp() });
@@ -319,8 +324,7 @@ export class SyncEngine {
     if (!this.running || this.conn) return;
     const conn: Connection = new Connection(this.opts.WebSocket, this.opts.url, {
       onOpen: () => {
-        // Websockets pass: the socket carries the outbox from its welcome on, not HTTP beside it.
-        this.uploader.detach(this.http);
+        this.fallback.letGo();
         this.helloClientId = clientId;
         conn.send({ type: 'hello', protocol: PROTOCOL_VERSION, token, client_id: clientId, cursor });
       },
@@ -357,17 +361,6 @@ export class SyncEngine {
   private scheduleReconnect(atLeastMs = 0): void {
     if (!this.running || this.closed) return;
     this.reconnect.schedule(atLeastMs);
-  }
-
-  /** After failed socket opens, the outbox goes over HTTP — only the session's own user's. */
-  private async useHttpIfBlocked(): Promise<void> {
-    const session = this.session.current;
-    if (!this.reconnect.websocketsBlocked || this.welcomed || !this.running || !session) return;
-    if (this.uploader.isUsing(this.http)) return;
-    // Without a socket nothing else checks whose outbox this is.
-    const owner = await getMeta(this.opts.db, 'user_id');
-    if (owner === null || session.user_id !== owner || this.welcomed || !this.running) return;
-    this.uploader.attach(this.http);
   }
 
   private enqueue(fn: () => Promise<void>): void {
@@ -411,7 +404,7 @@ export class SyncEngine {
       case 'retry':
         this.reconnect.count(step.attempt);
         this.scheduleReconnect();
-        await this.useHttpIfBlocked();
+        await this.fallback.takeUpIfWanted();
     }
   }
 
