@@ -2,10 +2,13 @@
  * The sync state machine: connect → `hello` → `welcome` (whose data, reconcile the outbox,
  * prune to the window) → the uploader drains the outbox while the change feed is applied →
  * stay subscribed; on a close, reconnect with backoff (or stop, as the close code says).
- * Credentials are the session's (session.ts), answers to mutations the uploader's
- * (uploader.ts), drafts DraftSync's; the engine decides only what happens next. Incoming
- * messages are handled one after another (each may write the device database), and every
- * background failure becomes status, never an unhandled rejection.
+ * The engine decides only what happens next and whom to tell; the rest is its collaborators':
+ * credentials the session's (session.ts), answers to mutations the uploader's (uploader.ts),
+ * frames other than `welcome` frames.ts's routes, what a close means after-close.ts's, when to
+ * try again reconnect.ts's, the HTTP carrier http-fallback.ts's, whose data device-data.ts's,
+ * `whenSynced` waiters.ts's, drafts DraftSync's, the other tabs TabSync's. Incoming messages
+ * are handled one after another (each may write the device database), and every background
+ * failure becomes status, never an unhandled rejection.
  */
 import { CLOSE_CODES, PROTOCOL_VERSION, type ClientMessage, type ServerMessage } from '@fieldchart/schema/sync';
 import { failureCode } from '../storage/storage-errors.ts';
