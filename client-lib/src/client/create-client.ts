@@ -31,8 +31,8 @@ import { unconfirmedDrafts } from '../storage/draft-store.ts';
 import { byVisitTime, readNotifications, readPatients, readVisits, type Patient, type Visit, type VisitSelection } from '../model/views.ts';
 import type { BackoffOptions } from '../sync/backoff.ts';
 import { draftName, scheduleUuidOfDraft, SOAP_SECTIONS } from '../sync/drafts.ts';
-import { SyncEngine, type SyncEvents } from '../sync/sync-engine.ts';
-import { deviceOwnerFor, unsyncedWork } from '../sync/session.ts';
+import { SyncEngine, syncSignals, type SyncEvents } from '../sync/sync-engine.ts';
+import { deviceOwnerFor, unsyncedWork } from '../sync/device-data.ts';
 import type { SyncStatus } from '../sync/status.ts';
 import { LocalNotFoundError, NotSignedInError, OutboxNotEmptyError, PlanDayError } from './errors.ts';
 import { planDayFrom } from '../model/plan-day.ts';
@@ -82,16 +82,17 @@ export async function createFieldchartClient(options: FieldchartClientOptions): 
   const WebSocketImpl = options.WebSocket ?? PlatformWebSocket;
   if (!WebSocketImpl) throw new TypeError('This platform has no WebSocket: pass one as the `WebSocket` option');
   if (options.databaseWorker && !tabsSupported()) throw new TypeError('`databaseWorker` needs navigator.locks, BroadcastChannel and Worker (a browser)');
-  let engine: SyncEngine | null = null;
+  const signals = syncSignals();
   const db = await openLocalDb(options.dataDir, {
     // A full storage is state the app can show, whoever met it.
-    onStorageError: (err) => engine?.state.fail(err.code, err.message),
+    onStorageError: (err) => signals.state.fail(err.code, err.message),
     ...(options.pglite ? { pglite: options.pglite } : {}),
     ...(options.storageOpenTimeoutMs !== undefined ? { openTimeoutMs: options.storageOpenTimeoutMs } : {}),
     ...(options.databaseWorker ? { worker: options.databaseWorker } : {}),
   });
-  engine = new SyncEngine({
+  const engine = new SyncEngine({
     db,
+    signals,
     baseUrl: options.baseUrl,
     url: options.syncUrl ?? syncUrlOf(options.baseUrl),
     WebSocket: WebSocketImpl,

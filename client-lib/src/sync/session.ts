@@ -3,19 +3,13 @@
  * refresh over REST — one at a time, with an Idempotency-Key kept until the answer is stored —
  * the in-band refresh of the open socket before the token expires, and the REST client that
  * uses them. The role of powersync's connector: the engine asks it for a token and tells it
- * when the server refused one; only the session talks to the server about tokens.
- *
- * It also holds the rule about whose data the device holds (one clinician's at a time), used
- * alike when someone signs in and when the server names the user in `welcome`.
+ * when the server refused one; only the session talks to the server about tokens. Whose data
+ * the device holds (and wiping it) is device-data.ts's.
  */
 import { createRestClient, FieldchartApiError, newIdempotencyKey, type FetchLike, type RestClient } from '../rest/index.ts';
 import { failureCode } from '../storage/storage-errors.ts';
-import { clearDrafts, unconfirmedDrafts } from '../storage/draft-store.ts';
-import { clearFeed } from '../storage/feed-store.ts';
-import type { LocalDb, Queryable } from '../storage/local-db.ts';
+import type { LocalDb } from '../storage/local-db.ts';
 import { deleteMeta, getMeta, setMeta, type StoredSession } from '../storage/meta.ts';
-import { clearOutbox, failureCount, pendingCount } from '../storage/outbox.ts';
-import { clearDictations, unsentDictationCount } from '../storage/dictation-store.ts';
 import { Backoff } from './backoff.ts';
 import type { StatusStore } from './status.ts';
 
@@ -174,61 +168,4 @@ export class Session {
       throw err;
     }
   }
-}
-
-/** Work that exists only on this device: queued writes, parked ones and unconfirmed draft edits. */
-export async function unsyncedWork(db: Queryable): Promise<{ writes: number; drafts: number }> {
-  // A dictation whose audio is only here counts as a write: signing out must not lose it unasked.
-  const writes = (await pendingCount(db)) + (await failureCount(db)) + (await unsentDictationCount(db));
-  const drafts = (await unconfirmedDrafts(db)).length;
-  return { writes, drafts };
-}
-
-/**
- * Whose data the device holds, for `userId` about to use it: the same user, nobody yet, or
- * another clinician — whose rows may go, unless work of theirs exists only here (it must never
- * be uploaded as someone else).
- */
-export async function deviceOwnerFor(
-  db: Queryable,
-  userId: string,
-): Promise<{ kind: 'same' | 'none' | 'other' } | { kind: 'other_unsynced'; writes: number; drafts: number }> {
-  const known = await getMeta(db, 'user_id');
-  if (known === null) return { kind: 'none' };
-  if (known === userId) return { kind: 'same' };
-  const work = await unsyncedWork(db);
-  return work.writes > 0 || work.drafts > 0 ? { kind: 'other_unsynced', ...work } : { kind: 'other' };
-}
-
-/**
- * On `welcome` (the server names the user): make the device `userId`'s. Another clinician's
- * rows go (`restart`: the feed must start over for this user), unless work of theirs exists
- * only here (`blocked`: it must never be uploaded as someone else).
- */
-export async function claimDevice(db: LocalDb, userId: string): Promise<{ kind: 'ok' | 'restart' } | { kind: 'blocked'; writes: number; drafts: number }> {
-  const owner = await deviceOwnerFor(db, userId);
-  if (owner.kind === 'other_unsynced') return { kind: 'blocked', writes: owner.writes, drafts: owner.drafts };
-  if (owner.kind === 'other') {
-    await clearUserData(db, userId);
-    return { kind: 'restart' };
-  }
-  if (owner.kind === 'none') await setMeta(db, 'user_id', userId);
-  return { kind: 'ok' };
-}
-
-/**
- * Removes a user's data from the device (rows, outbox, drafts), naming `nextUser` as the owner,
- * then replaces the device key: what the deleted rows left in the files (dead rows, WAL) was
- * sealed with the old key, which no longer exists.
- */
-export async function clearUserData(db: LocalDb, nextUser: string | null): Promise<void> {
-  await db.transaction(async (tx) => {
-    await clearFeed(tx);
-    await clearOutbox(tx);
-    await clearDrafts(tx);
-    await clearDictations(tx);
-    if (nextUser === null) await deleteMeta(tx, 'user_id');
-    else await setMeta(tx, 'user_id', nextUser);
-  });
-  await db.rotateKey();
 }

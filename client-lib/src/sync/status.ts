@@ -1,3 +1,5 @@
+import { failureCode } from '../storage/storage-errors.ts';
+
 /**
  * The sync state as one immutable snapshot, replaced (never mutated) on every change, so an
  * app can compare snapshots by identity and render from the latest.
@@ -79,5 +81,10 @@ export class StatusStore {
   /** A background failure, kept as the last error. */
   fail(code: string, message: string): void {
     this.patch({ lastError: { code, message, at: new Date().toISOString() } });
+  }
+
+  /** A background failure caught as `err`: the storage's code if it is one (storage-errors.ts), else `fallback`. */
+  failWith(err: unknown, fallback: string): void {
+    this.fail(failureCode(err, fallback), err instanceof Error ? err.message : String(err));
   }
 }

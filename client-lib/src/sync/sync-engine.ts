@@ -2,51 +2,64 @@
  * The sync state machine: connect → `hello` → `welcome` (whose data, reconcile the outbox,
  * prune to the window) → the uploader drains the outbox while the change feed is applied →
  * stay subscribed; on a close, reconnect with backoff (or stop, as the close code says).
- * Credentials are the session's (session.ts), answers to mutations the uploader's
- * (uploader.ts), drafts DraftSync's; the engine decides only what happens next. Incoming
- * messages are handled one after another (each may write the device database), and every
- * background failure becomes status, never an unhandled rejection.
+ * The engine decides only what happens next and whom to tell; the rest is its collaborators':
+ * credentials the session's (session.ts), answers to mutations the uploader's (uploader.ts),
+ * frames other than `welcome` frames.ts's routes, what a close means after-close.ts's, when to
+ * try again reconnect.ts's, the HTTP carrier http-fallback.ts's, whose data device-data.ts's,
+ * `whenSynced` waiters.ts's, drafts DraftSync's, the other tabs TabSync's. Incoming messages
+ * are handled one after another (each may write the device database), and every background
+ * failure becomes status, never an unhandled rejection.
  */
-import { CLOSE_CODES, PROTOCOL_VERSION, closeCodeName, type ClientMessage, type ServerMessage } from '@fieldchart/schema/sync';
+import { CLOSE_CODES, PROTOCOL_VERSION, type ClientMessage, type ServerMessage } from '@fieldchart/schema/sync';
 import { failureCode } from '../storage/storage-errors.ts';
-import { FieldchartApiError, type FetchLike, type RestClient } from '../rest/index.ts';
+import type { FetchLike, RestClient } from '../rest/index.ts';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
 import { platformNetwork, type NetworkStatus } from '../platform/network-status.ts';
 import type { LocalDb } from '../storage/local-db.ts';
 import { clientIdOf, getMeta, type StoredSession } from '../storage/meta.ts';
 import { failureCount, pendingCount } from '../storage/outbox.ts';
-import { Backoff, type BackoffOptions } from './backoff.ts';
-import { httpCarrier, socketCarrier } from './carriers.ts';
-import { Connection, HANDSHAKE_TIMEOUT, handshakeDeadline } from './connection.ts';
+import { stepAfterClose, WENT_OFFLINE, type EndStep } from './after-close.ts';
+import type { BackoffOptions } from './backoff.ts';
+import { socketCarrier } from './carriers.ts';
+import { Connection } from './connection.ts';
+import { DeviceData, storedStatus } from './device-data.ts';
 import { DraftSync } from './drafts.ts';
 import { Emitter } from './emitter.ts';
 import type { SyncEvents } from './events.ts';
 import { FeedReceiver } from './feed.ts';
-import { Session, claimDevice, clearUserData } from './session.ts';
+import { frameRouter, type RoutedFrame } from './frames.ts';
+import { HttpFallback } from './http-fallback.ts';
+import { Session } from './session.ts';
+import { Reconnect } from './reconnect.ts';
 import { StatusStore, type SyncStatus } from './status.ts';
 import type { TabLink } from './tab-link.ts';
 import { TabSync } from './tab-sync.ts';
 import { Uploader, type Carrier } from './uploader.ts';
+import { SyncWaiters } from './waiters.ts';
 
 export type { SyncEvents } from './events.ts';
-
-/**
- * Socket opens that failed in a row (no `welcome`) before the outbox is drained over HTTP
- * instead (`POST /sync/mutations`): a network that passes HTTP but not websockets.
- */
-export const HTTP_FALLBACK_AFTER = 2;
-
-/** The least pause before a socket taken over by another install (4409) comes back. */
-export const SUPERSEDED_PAUSE_MS = 1_000;
 
 /** A tab that began to lead and could not read the shared database yet tries again after this. */
 const LEAD_RETRY_MS = 100;
 
-/** The close reason of a socket this side dropped because the platform said the network went. */
-const WENT_OFFLINE = 'offline';
+/**
+ * The status the app reads and the events it hears. Made before the engine, so that the device
+ * database can report a storage failure into them while it opens.
+ */
+export interface SyncSignals {
+  readonly events: Emitter<SyncEvents>;
+  readonly state: StatusStore;
+}
+
+export function syncSignals(): SyncSignals {
+  const events = new Emitter<SyncEvents>();
+  return { events, state: new StatusStore((s) => events.emit('status', s)) };
+}
 
 export interface SyncEngineOptions {
   readonly db: LocalDb;
+  /** Default: new ones. */
+  readonly signals?: SyncSignals;
   readonly baseUrl: string;
   readonly url: string;
   readonly WebSocket: WebSocketConstructor;
@@ -65,13 +78,13 @@ export interface SyncEngineOptions {
 }
 
 export class SyncEngine {
-  readonly events = new Emitter<SyncEvents>();
-  readonly state = new StatusStore((s) => this.events.emit('status', s));
+  readonly events: Emitter<SyncEvents>;
+  readonly state: StatusStore;
   readonly session: Session;
   readonly drafts: DraftSync;
   private readonly uploader: Uploader;
   private readonly feed: FeedReceiver;
-  private readonly http: Carrier;
+  private readonly fallback: HttpFallback;
   private conn: Connection | null = null;
   /** The client id the current socket said hello with. */
   private helloClientId: string | null = null;
@@ -80,17 +93,14 @@ export class SyncEngine {
   private running = false;
   private closed = false;
   private connecting = false;
-  /** Socket opens that failed in a row with an answer (refused, closed): websockets may be blocked. */
-  private failedOpens = 0;
-  /** Handshakes in a row that ran out of time: the next one is given longer. */
-  private timedOutHandshakes = 0;
   /** The last socket was taken over by another install with this client id (4409). */
   private superseded = false;
   /** Incoming messages and closes, handled strictly in order. */
   private queue: Promise<void> = Promise.resolve();
-  private reconnectTimer: ReturnType<typeof setTimeout> | null = null;
-  private readonly reconnectBackoff: Backoff;
-  private waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
+  private readonly reconnect: Reconnect;
+  private readonly waiters: SyncWaiters;
+  private readonly device: DeviceData;
+  private readonly route: (m: RoutedFrame) => Promise<void>;
   private readonly network: NetworkStatus | null;
   private readonly unwatchNetwork: () => void;
   /** The other tabs of the app, when the database is shared (null: this engine is the only one). */
@@ -98,7 +108,11 @@ export class SyncEngine {
 
   constructor(private readonly opts: SyncEngineOptions) {
     const db = opts.db;
-    this.reconnectBackoff = new Backoff(opts.backoff);
+    ({ events: this.events, state: this.state } = opts.signals ?? syncSignals());
+    this.reconnect = new Reconnect(() => void this.connect(), {
+      ...(opts.backoff ? { backoff: opts.backoff } : {}),
+      ...(opts.openTimeoutMs !== undefined ? { firstHandshakeMs: opts.openTimeoutMs } : {}),
+    });
     this.session = new Session({
       db,
       status: this.state,
@@ -107,7 +121,7 @@ export class SyncEngine {
       // A session ended with the device's revocation: the device is wiped, as on 4411.
       onEnded: async (reason) => {
         await this.endSession(reason);
-        if (reason === 'device_revoked') await this.wipeDevice();
+        if (reason === 'device_revoked') await this.device.wipeInBackground();
       },
     });
     this.drafts = new DraftSync({
@@ -126,19 +140,31 @@ export class SyncEngine {
       ...(opts.backoff ? { backoff: opts.backoff } : {}),
       onAnswered: async () => {
         await this.feed.settleAnswered(this.helloClientId !== null && this.helloClientId === (await clientIdOf(db)));
-        await this.resolveWaiters();
+        await this.waiters.settle();
       },
       // A socket said hello under the old id: a new one says it under the new id.
-      onRekeyed: () => (this.conn ? this.conn.close(CLOSE_CODES.client_reconnect, 'new client id') : this.useHttpIfBlocked()),
+      onRekeyed: () => (this.conn ? this.conn.close(CLOSE_CODES.client_reconnect, 'new client id') : this.fallback.takeUpIfWanted()),
     });
-    this.http = httpCarrier(this.session.rest, () => clientIdOf(db), (err) => {
-      // The HTTP fallback's answer to a revoked device (403; 401 when the token's session ended
-      // with it): the same end as the socket's 4411.
-      if (err instanceof FieldchartApiError && (err.status === 403 || err.status === 401) && err.code === 'device_revoked') {
-        this.enqueue(() => this.endAndWipe('device_revoked', err.message));
-      }
+    this.fallback = new HttpFallback({
+      db,
+      rest: this.session.rest,
+      uploader: this.uploader,
+      session: () => this.session.current,
+      websocketsBlocked: () => this.reconnect.websocketsBlocked,
+      socketless: () => this.welcomed === null && this.running,
+      onEnded: (end) => this.enqueue(() => this.endAndWipe(end)),
     });
     this.feed = new FeedReceiver({ db, status: this.state, events: this.events });
+    this.waiters = new SyncWaiters({ status: this.state, caughtUp: () => this.feed.caughtUp() });
+    this.route = frameRouter({
+      feed: this.feed,
+      uploader: this.uploader,
+      drafts: this.drafts,
+      waiters: this.waiters,
+      tokenAccepted: (expiresAt) => this.keepTokenFresh(expiresAt),
+      carrier: () => this.welcomed,
+    });
+    this.device = new DeviceData({ db, drafts: this.drafts, status: this.state, events: this.events, tellTabs: () => this.tabs?.post({ type: 'reset' }) });
     this.network = opts.network === undefined ? platformNetwork() : opts.network;
     this.unwatchNetwork = this.network?.watch({ offline: () => this.wentOffline(), online: () => this.cameOnline() }) ?? (() => {});
     if (opts.tabs) {
@@ -152,9 +178,7 @@ export class SyncEngine {
         dropConnection: () => this.dropConnection(),
         reloadSession: () => this.reloadSession(),
         enqueue: (fn) => {
-          this.queue = this.queue.then(fn).catch((err: unknown) => {
-            this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
-          });
+          this.queue = this.queue.then(fn).catch((err: unknown) => this.state.failWith(err, 'internal'));
         },
       });
     }
@@ -175,16 +199,8 @@ export class SyncEngine {
 
   /** Loads the stored state and, with a session, starts syncing. */
   async start(): Promise<void> {
-    const db = this.opts.db;
-    const session = await this.session.load();
-    await clientIdOf(db);
-    this.state.patch({
-      signedIn: session !== null,
-      pending: await pendingCount(db),
-      failed: await failureCount(db),
-      lastSyncedAt: await getMeta(db, 'last_synced_at'),
-      halted: session ? null : 'signed_out',
-    });
+    await clientIdOf(this.opts.db);
+    const session = await this.restore();
     if (this.tabs && !(await this.tabs.lead(() => this.enqueue(() => this.becomeLeader())))) return;
     if (session) this.run();
   }
@@ -192,9 +208,7 @@ export class SyncEngine {
   /** A new session (sign-in): stored, then syncing starts over with it. */
   async useSession(session: StoredSession): Promise<void> {
     await this.session.begin(session);
-    this.state.patch({ signedIn: true, halted: null, lastError: null });
-    this.disconnect();
-    this.run();
+    this.restart();
     this.tabs?.tellLeader({ type: 'session' });
   }
 
@@ -213,7 +227,7 @@ export class SyncEngine {
     } catch (err) {
       // The write is made; a count that cannot be read now (a full storage) is state, not its
       // failure. One more is pending at least, so `whenSynced` does not answer early.
-      this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
+      this.state.failWith(err, 'internal');
       this.state.patch({ pending: this.state.value.pending + 1 });
     }
     this.events.emit('change', { reason: 'write' });
@@ -228,9 +242,7 @@ export class SyncEngine {
    */
   whenSynced(): Promise<void> {
     if (this.tabs && !this.leading) return this.tabs.whenSynced();
-    const wait = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
-    void this.resolveWaiters();
-    return wait;
+    return this.waiters.wait();
   }
 
   async close(): Promise<void> {
@@ -258,13 +270,27 @@ export class SyncEngine {
   /** The network is back: connect now, not when the backoff would have tried next. */
   private cameOnline(): void {
     if (!this.running || this.closed) return;
-    this.reconnectBackoff.reset();
+    this.reconnect.resetDelay();
     if (this.conn || this.connecting) return;
-    this.clearReconnect();
+    this.reconnect.cancel();
     void this.connect();
   }
 
   // ——— connection ———
+
+  /** Reads the stored session and what the device holds into the status (start, a new leader). */
+  private async restore(patch: Partial<SyncStatus> = {}): Promise<StoredSession | null> {
+    const session = await this.session.load();
+    this.state.patch({ ...patch, ...(await storedStatus(this.opts.db, session)) });
+    return session;
+  }
+
+  /** A session is stored (here or by another tab): syncing starts over with it. */
+  private restart(): void {
+    this.state.patch({ signedIn: true, halted: null, lastError: null });
+    this.disconnect();
+    this.run();
+  }
 
   private run(): void {
     if (this.closed) return;
@@ -278,7 +304,7 @@ export class SyncEngine {
     this.disconnect();
     this.uploader.detach();
     this.state.patch({ halted: reason, connected: false, current: false });
-    this.rejectWaiters(err);
+    this.waiters.rejectAll(err);
   }
 
   private async connect(): Promise<void> {
@@ -292,7 +318,7 @@ export class SyncEngine {
   }
 
   private async openSocket(): Promise<void> {
-    this.clearReconnect();
+    this.reconnect.cancel();
     let token: string | null;
     try {
       token = await this.session.tokenForHello();
@@ -305,8 +331,7 @@ export class SyncEngine {
     if (!this.running || this.conn) return;
     const conn: Connection = new Connection(this.opts.WebSocket, this.opts.url, {
       onOpen: () => {
-        // Websockets pass: the socket carries the outbox from its welcome on, not HTTP beside it.
-        this.uploader.detach(this.http);
+        this.fallback.letGo();
         this.helloClientId = clientId;
         conn.send({ type: 'hello', protocol: PROTOCOL_VERSION, token, client_id: clientId, cursor });
       },
@@ -317,7 +342,7 @@ export class SyncEngine {
         conn.close(CLOSE_CODES.bad_message, 'bad message');
       },
       onClose: (code, reason) => this.enqueue(() => this.handleClose(conn, code, reason)),
-    }, handshakeDeadline(this.timedOutHandshakes, this.opts.openTimeoutMs));
+    }, this.reconnect.handshakeMs);
     this.conn = conn;
   }
 
@@ -327,7 +352,7 @@ export class SyncEngine {
     this.conn = null;
     conn?.close(CLOSE_CODES.normal, 'bye');
     this.afterClose();
-    this.clearReconnect();
+    this.reconnect.cancel();
   }
 
   /** What every end of a socket resets, whoever ended it. */
@@ -342,35 +367,20 @@ export class SyncEngine {
 
   private scheduleReconnect(atLeastMs = 0): void {
     if (!this.running || this.closed) return;
-    this.clearReconnect();
-    this.reconnectTimer = setTimeout(() => {
-      this.reconnectTimer = null;
-      void this.connect();
-    }, this.reconnectBackoff.next(atLeastMs));
-  }
-
-  private clearReconnect(): void {
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    this.reconnectTimer = null;
-  }
-
-  /** After failed socket opens, the outbox goes over HTTP — only the session's own user's. */
-  private async useHttpIfBlocked(): Promise<void> {
-    const session = this.session.current;
-    if (this.failedOpens < HTTP_FALLBACK_AFTER || this.welcomed || !this.running || !session) return;
-    if (this.uploader.isUsing(this.http)) return;
-    // Without a socket nothing else checks whose outbox this is.
-    const owner = await getMeta(this.opts.db, 'user_id');
-    if (owner === null || session.user_id !== owner || this.welcomed || !this.running) return;
-    this.uploader.attach(this.http);
+    this.reconnect.schedule(atLeastMs);
   }
 
   private enqueue(fn: () => Promise<void>): void {
     this.queue = this.queue.then(fn).catch((err: unknown) => {
-      this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
+      this.state.failWith(err, 'internal');
       // A failure half way through a message leaves the socket's state unknown: start over.
       this.conn?.close(CLOSE_CODES.client_reconnect, 'client error');
     });
+  }
+
+  /** The socket's token is refreshed in band before `expiresAt`. */
+  private keepTokenFresh(expiresAt: string): void {
+    this.session.keepFresh(expiresAt, (token) => this.send({ type: 'auth', token }));
   }
 
   private send(m: ClientMessage): boolean {
@@ -383,48 +393,25 @@ export class SyncEngine {
     const wasWelcomed = this.welcomed !== null;
     this.afterClose();
     if (!this.running) return;
-    const name = closeCodeName(code);
-    switch (code) {
-      case CLOSE_CODES.unauthorized:
-        // The token was refused: a fresh one, then a fresh socket.
-        this.state.fail('unauthorized', reason || 'the server refused the access token');
+    const step = stepAfterClose(code, reason, { welcomed: wasWelcomed, offline: this.network?.online === false });
+    if (step.next === 'end') return this.endAndWipe(step);
+    if (step.error) this.state.fail(step.error.code, step.error.message);
+    switch (step.next) {
+      case 'refresh':
         this.session.markRefused();
         return this.scheduleReconnect();
-      case CLOSE_CODES.account_disabled:
-        return this.endAndWipe('account_disabled', reason || 'the account is disabled');
-      case CLOSE_CODES.device_revoked:
-        return this.endAndWipe('device_revoked', reason || 'this device was revoked');
-      case CLOSE_CODES.organization_left:
-        // What the device holds came with an organization seat that has ended: it goes —
-        // unsynced writes and drafts too, never uploaded — and the device starts over with no
-        // cursor, under the seat the user has now. The session stays.
-        this.state.fail('organization_left', reason || 'the organization seat ended');
-        await this.wipeDevice();
+      case 'wipe':
+        await this.device.wipeInBackground();
         return this.scheduleReconnect();
-      case CLOSE_CODES.superseded:
-        // Another install says hello with this client id (a copied data dir: a restored
-        // backup, a cloned phone; the same install's own new socket never reaches here, its
-        // old one is no longer `this.conn`). Come back after a pause and part ids: the next
-        // welcome re-keys once what the server may have processed is answered.
-        this.state.fail('superseded', reason || 'another install connected with this client id');
+      case 'superseded':
         this.superseded = true;
-        return this.scheduleReconnect(SUPERSEDED_PAUSE_MS);
-      case CLOSE_CODES.protocol_unsupported:
-        this.state.fail(name ?? String(code), reason || `closed with ${code}`);
-        return this.halt(name ?? String(code));
-      default:
-        if ((code === CLOSE_CODES.client_reconnect && reason === WENT_OFFLINE) || this.network?.online === false) {
-          this.state.fail('offline', 'the device is offline');
-        } else if (code !== CLOSE_CODES.normal || wasWelcomed) {
-          this.state.fail(name ?? (code === 1006 ? 'network' : `closed_${code}`), reason || (code === 1006 ? 'connection lost' : `closed with ${code}`));
-        }
-        // A handshake that ran out of time says nothing about websockets being blocked (the
-        // server may be slow): it gets longer next time, and does not bring in HTTP beside it.
-        if (!wasWelcomed && reason === HANDSHAKE_TIMEOUT) this.timedOutHandshakes++;
-        // Opens refused while the platform knows it is offline say nothing of websockets either.
-        else if (!wasWelcomed && this.network?.online !== false) this.failedOpens++;
+        return this.scheduleReconnect(step.pauseMs);
+      case 'halt':
+        return this.halt(step.reason);
+      case 'retry':
+        this.reconnect.count(step.attempt);
         this.scheduleReconnect();
-        await this.useHttpIfBlocked();
+        await this.fallback.takeUpIfWanted();
     }
   }
 
@@ -434,11 +421,7 @@ export class SyncEngine {
    * user signing in, and an account closed on the server all end here.
    */
   async wipeUserData(): Promise<void> {
-    this.drafts.clear();
-    await clearUserData(this.opts.db, null);
-    this.tabs?.post({ type: 'reset' });
-    this.state.patch({ pending: 0, failed: 0 });
-    this.events.emit('change', { reason: 'reset' });
+    return this.device.wipe();
   }
 
   /**
@@ -446,20 +429,11 @@ export class SyncEngine {
    * revoked, 4411 or 403 `device_revoked` over HTTP): syncing stops — nothing more is
    * uploaded — the session is forgotten and the device wiped.
    */
-  private async endAndWipe(reason: 'account_disabled' | 'device_revoked', message: string): Promise<void> {
+  private async endAndWipe(step: EndStep): Promise<void> {
     if (!this.running) return;
-    this.state.fail(reason, message);
-    await this.endSession(reason);
-    await this.wipeDevice();
-  }
-
-  /** The device's data goes (wipeUserData). A storage failure here is state, like any other in the background. */
-  private async wipeDevice(): Promise<void> {
-    try {
-      await this.wipeUserData();
-    } catch (err) {
-      this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
-    }
+    this.state.fail(step.error.code, step.error.message);
+    await this.endSession(step.reason);
+    await this.device.wipeInBackground();
   }
 
   // ——— tabs ———
@@ -471,26 +445,14 @@ export class SyncEngine {
    */
   private async becomeLeader(): Promise<void> {
     if (this.closed || !this.tabs) return;
-    this.waiters.push(...this.tabs.takeWaiters());
-    const db = this.opts.db;
+    this.waiters.adopt(this.tabs.takeWaiters());
     let session: StoredSession | null;
     try {
-      session = await this.session.load();
-      this.state.patch({
-        signedIn: session !== null,
-        connected: false,
-        uploading: false,
-        downloading: false,
-        current: false,
-        pending: await pendingCount(db),
-        failed: await failureCount(db),
-        lastSyncedAt: await getMeta(db, 'last_synced_at'),
-        halted: session ? null : 'signed_out',
-      });
+      session = await this.restore({ connected: false, uploading: false, downloading: false, current: false });
     } catch (err) {
       // The leading tab's worker held the database too: a query sent as it closed fails while
       // this tab's worker opens it. Queries after that wait for it: try again shortly.
-      this.state.fail(failureCode(err, 'internal'), err instanceof Error ? err.message : String(err));
+      this.state.failWith(err, 'internal');
       setTimeout(() => this.enqueue(() => this.becomeLeader()), LEAD_RETRY_MS);
       return;
     }
@@ -507,65 +469,31 @@ export class SyncEngine {
       this.state.patch({ signedIn: false, pending: await pendingCount(this.opts.db), failed: await failureCount(this.opts.db) });
       return;
     }
-    this.state.patch({ signedIn: true, halted: null, lastError: null });
-    this.disconnect();
-    this.run();
+    this.restart();
   }
 
   // ——— messages ———
 
   private async handle(conn: Connection, m: ServerMessage): Promise<void> {
     if (this.conn !== conn) return;
-    switch (m.type) {
-      case 'welcome':
-        // Re-keyed (over HTTP) while this socket was opening: it speaks for the old id.
-        if (this.helloClientId !== (await clientIdOf(this.opts.db))) return conn.close(CLOSE_CODES.client_reconnect, 'new client id');
-        return this.welcome(conn, m);
-      case 'auth_ok':
-        return this.session.keepFresh(m.token_expires_at, (token) => this.send({ type: 'auth', token }));
-      case 'reset':
-      case 'changes':
-        return this.feed.receive(m);
-      case 'synced':
-        await this.feed.receive(m);
-        this.drafts.retryUnavailable();
-        return this.resolveWaiters();
-      case 'ack':
-      case 'reject':
-      case 'retry':
-      case 'failed':
-      case 'conflict':
-        return this.uploader.answer(m, this.welcomed);
-      case 'doc':
-        return this.drafts.handleDoc(m.doc, m.message);
-      case 'doc_error':
-        return this.drafts.handleDocError(m.doc, m.code, m.message);
-    }
+    if (m.type !== 'welcome') return this.route(m);
+    // Re-keyed (over HTTP) while this socket was opening: it speaks for the old id.
+    if (this.helloClientId !== (await clientIdOf(this.opts.db))) return conn.close(CLOSE_CODES.client_reconnect, 'new client id');
+    return this.welcome(conn, m);
   }
 
   private async welcome(conn: Connection, m: Extract<ServerMessage, { type: 'welcome' }>): Promise<void> {
     const db = this.opts.db;
-    const claim = await claimDevice(db, m.user_id);
-    if (claim.kind === 'blocked') {
-      // Another clinician's unsynced work is here: never uploaded as this user (a session begun
-      // from tokens names no user until now). Signing that clinician in again uploads it.
-      this.state.fail('other_user_outbox', `${claim.writes} write(s) and ${claim.drafts} draft(s) of another user are on this device: sign that user in to upload them, or sign out with force`);
-      return this.halt('other_user_outbox', new Error('sync stopped: another user’s writes are on this device'));
-    }
-    if (claim.kind === 'restart') {
-      this.tabs?.post({ type: 'reset' });
-      this.drafts.clear();
-      this.events.emit('change', { reason: 'reset' });
-      return conn.close(CLOSE_CODES.client_reconnect, 'user changed');
-    }
+    const claim = await this.device.claim(m.user_id);
+    // Another clinician's unsynced work is here: it is never uploaded as this user.
+    if (claim === 'blocked') return this.halt('other_user_outbox', new Error('sync stopped: another user’s writes are on this device'));
+    if (claim === 'restart') return conn.close(CLOSE_CODES.client_reconnect, 'user changed');
     // The HTTP fallback needs the session's user.
     await this.session.adoptUser(m.user_id);
     await this.feed.welcomed(m);
     conn.welcomed();
-    this.failedOpens = 0;
-    this.timedOutHandshakes = 0;
-    this.reconnectBackoff.reset();
-    this.session.keepFresh(m.token_expires_at, (token) => this.send({ type: 'auth', token }));
+    this.reconnect.welcomed();
+    this.keepTokenFresh(m.token_expires_at);
     this.state.patch({ connected: true, halted: null, pending: await pendingCount(db), downloading: true, current: false });
     this.events.emit('change', { reason: 'feed' });
     const carrier = socketCarrier(conn, (duplicate) => this.feed.settleAfter(duplicate));
@@ -573,23 +501,5 @@ export class SyncEngine {
     this.uploader.attach(carrier, m.last_mutation_id, { rekey: this.superseded });
     this.superseded = false;
     void this.drafts.onConnected().catch((err: unknown) => this.state.fail(failureCode(err, 'draft'), String(err)));
-  }
-
-  // ——— waiting for the device to be synced ———
-
-  private async resolveWaiters(): Promise<void> {
-    const s = this.state.value;
-    if (this.waiters.length === 0 || s.pending > 0 || !s.current || !s.connected || !(await this.feed.caughtUp())) return;
-    const now = this.state.value;
-    if (now.pending > 0 || !now.current || !now.connected) return;
-    const ws = this.waiters;
-    this.waiters = [];
-    for (const w of ws) w.resolve();
-  }
-
-  private rejectWaiters(err: Error): void {
-    const ws = this.waiters;
-    this.waiters = [];
-    for (const w of ws) w.reject(err);
   }
 }

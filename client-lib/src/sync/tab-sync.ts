@@ -9,11 +9,7 @@ import type { Emitter } from './emitter.ts';
 import type { SyncEvents } from './events.ts';
 import type { StatusStore } from './status.ts';
 import { FORWARDED_EVENTS, type TabLink, type TabMessage } from './tab-link.ts';
-
-interface Waiter {
-  resolve(): void;
-  reject(err: unknown): void;
-}
+import type { Waiter } from './waiters.ts';
 
 /** The engine as the tabs see it. */
 export interface TabSyncHost {
