@@ -126,9 +126,10 @@ export const MIGRATIONS: readonly LocalMigration[] = [
   },
   // Dictations recorded on the device (dictation-store.ts): the recording sealed in chunks, so
   // a long one is never one giant value, and the tus upload's place beside it (clear: an
-  // upload URL, byte counts and states are not PHI).
+  // upload URL, byte counts and states are not PHI). Safe to run again (`if not exists`): the
+  // first-screen test re-runs the latest migration to see an upgrade at open.
   `
-  create table dictations (
+  create table if not exists dictations (
     id text primary key,
     schedule_uuid text not null,
     discipline text not null,
@@ -144,8 +145,8 @@ export const MIGRATIONS: readonly LocalMigration[] = [
     error_message text,
     created_at text not null
   );
-  create index dictations_visit on dictations (schedule_uuid, created_at);
-  create table dictation_chunks (dictation_id text not null, seq integer not null, sealed bytea not null, primary key (dictation_id, seq));
+  create index if not exists dictations_visit on dictations (schedule_uuid, created_at);
+  create table if not exists dictation_chunks (dictation_id text not null, seq integer not null, sealed bytea not null, primary key (dictation_id, seq));
   `,
 ];
 
