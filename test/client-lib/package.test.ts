@@ -63,17 +63,26 @@ interface LockEntry {
 function appLock(tarball: string, clientManifest: { version: string; dependencies: Record<string, string> }, extra: Record<string, string>) {
   const repoLock = JSON.parse(fs.readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
   const packages: Record<string, LockEntry> = {};
-  const queue = [...Object.keys(clientManifest.dependencies), ...Object.keys(extra)];
+  // Each dependency resolves as npm placed it in the repository: nested under its dependent
+  // when that needs another version than the top level's (proper-lockfile's signal-exit@3
+  // beside a top-level signal-exit@4), else at the top level.
+  const resolve = (name: string, from: string): string | undefined => {
+    for (let at = from; at !== ''; at = at.includes('/node_modules/') ? at.slice(0, at.lastIndexOf('/node_modules/')) : '') {
+      if (repoLock.packages[`${at}/node_modules/${name}`]) return `${at}/node_modules/${name}`;
+    }
+    return repoLock.packages[`node_modules/${name}`] ? `node_modules/${name}` : undefined;
+  };
+  const queue: Array<{ name: string; from: string }> = [...Object.keys(clientManifest.dependencies), ...Object.keys(extra)].map((name) => ({ name, from: '' }));
   while (queue.length > 0) {
-    const name = queue.shift()!;
-    const key = `node_modules/${name}`;
+    const { name, from } = queue.shift()!;
+    const key = resolve(name, from);
+    if (!key) throw new Error(`${name} is not in the repository's package-lock.json`);
     if (packages[key]) continue;
-    const entry = repoLock.packages[key];
-    if (!entry) throw new Error(`${name} is not in the repository's package-lock.json`);
+    const entry = repoLock.packages[key]!;
     // Without `resolved`, npm would ask the registry for the package's metadata to find the tarball.
     const base = name.split('/').pop()!;
     packages[key] = { ...entry, resolved: entry.resolved ?? `https://registry.npmjs.org/${name}/-/${base}-${entry.version}.tgz` };
-    queue.push(...Object.keys(entry.dependencies ?? {}), ...Object.keys(entry.optionalDependencies ?? {}));
+    queue.push(...[...Object.keys(entry.dependencies ?? {}), ...Object.keys(entry.optionalDependencies ?? {})].map((dep) => ({ name: dep, from: key })));
   }
   const integrity = `sha512-${crypto.createHash('sha512').update(fs.readFileSync(tarball)).digest('base64')}`;
   const spec = `file:${path.relative(appDir, tarball)}`;
