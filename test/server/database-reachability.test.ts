@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { describe, test } from 'node:test';
 import { DrizzleQueryError } from 'drizzle-orm';
-import { isDatabaseUnreachable, probePostgres } from '../../server/src/db/reachability.ts';
+import { isDatabaseUnreachable, probePostgres, withinMs } from '../../server/src/db/reachability.ts';
 import { freePort } from '../helpers/processes.ts';
 
 const withCode = (code: string, message = 'boom') => Object.assign(new Error(message), { code });
@@ -48,6 +48,26 @@ describe('database reachability', () => {
     } finally {
       for (const s of sockets) s.destroy();
       await Promise.all([dropping, silent].map((s) => new Promise((r) => s.close(r))));
+    }
+  });
+
+  test('a bound a blocked event loop overran does not call an answer that came meanwhile a timeout', async () => {
+    // The answer comes 20 ms after the loop is free again, as a healthy database's would when
+    // the device's PGlite held this thread through the whole bound.
+    const server = net.createServer((s) => setTimeout(() => s.end('ok'), 20));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const socket = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
+    try {
+      const answer = new Promise<string>((resolve) => socket.on('data', (d) => resolve(String(d))));
+      const bounded = withinMs(answer, 200);
+      const until = Date.now() + 600;
+      while (Date.now() < until) {
+        // the loop is held, as by seconds of synchronous WASM
+      }
+      assert.equal(await bounded, 'ok');
+    } finally {
+      socket.destroy();
+      await new Promise((r) => server.close(r));
     }
   });
 });
