@@ -36,7 +36,7 @@ test('processes started at the same instant agree on one key', async () => {
   const script = `
     import { loadPhiKeyFile } from ${JSON.stringify(path.resolve('server/src/security/phi-keyring.ts'))};
     import { loadSigningKeys } from ${JSON.stringify(path.resolve('server/src/security/signing-keys.ts'))};
-    while (Date.now() < ${at}) {}
+    await new Promise((r) => setTimeout(r, ${at} - Date.now()));
     const [phi, jwt] = await Promise.all([
       loadPhiKeyFile({ phiKeys: null, dataDir: ${JSON.stringify(dataDir)} }),
       loadSigningKeys({ privateJwks: null, dataDir: ${JSON.stringify(dataDir)} }),
