@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { sql } from 'drizzle-orm';
+import { rowsOf } from '../../server/src/db/database.ts';
 import { forEachBackend, backends } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { helloSync } from '../helpers/sync-socket.ts';
 import { registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { createPatient, scheduleVisit, utcClinician } from './visits/visit-fixtures.ts';
 
 const TOKEN = 'metrics-token-0123456789abcdef';
 
@@ -81,6 +83,51 @@ forEachBackend('metrics', (backend) => {
     assert.ok((sample(text, 'fieldchart_sync_feed_read_seconds_count') ?? 0) >= 1);
     socket.close();
     await eventually(async () => assert.equal(sample(await scrape(), 'fieldchart_sync_sockets'), 0));
+  });
+
+  test('a set lost and applied again one by one is counted once, after its transaction commits', async () => {
+    const user = await utcClinician(server);
+    const patient = await createPatient(server, user);
+    const today = new Date().toISOString().slice(0, 10);
+    const visit = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: today, start_time: '08:00' });
+    const db = server.runtime.services.unitOfWork.db;
+    // The database refuses a statement writing two timer events of this visit at once: the
+    // set's one insert fails, the batch goes again one by one, and each single row is taken.
+    const fn = `fc_refuse_sets_${randomUUID().replaceAll('-', '')}`;
+    await db.execute(sql.raw(`
+      create function ${fn}() returns trigger language plpgsql as $$
+      begin
+        if (select count(*) from written where visit_id = '${visit}') > 1 then raise exception 'one row at a time'; end if;
+        return null;
+      end $$`));
+    await db.execute(sql.raw(`
+      create trigger ${fn} after insert on timer_events referencing new table as written for each statement execute function ${fn}();`));
+    try {
+      const before = await scrape();
+      const count = (text: string, name: string, outcome: string) => sample(text, 'fieldchart_sync_mutations_total', { name, outcome }) ?? 0;
+      const at = (minutes: number) => new Date(Date.now() - (30 - minutes) * 60_000).toISOString();
+      const event = (event_type: string, minutes: number) => ({ schedule_uuid: visit, events: [{ event_type, event_time: at(minutes), latitude: 41.9, longitude: -87.6, accuracy: 8 }] });
+      const mutations = [
+        // One by one (not a set kind): applied in the first try, then again in the second.
+        ['patient.update', { uuid: patient.uuid, first_name: 'Counted' }],
+        ['visit.timer_events', event('start_travel', 0)],
+        ['visit.timer_events', event('arrive', 10)],
+      ].map(([name, args], i) => ({ mutation_id: i + 1, name, args, client_time: at(0) }));
+      const res = await server.api('POST', '/sync/mutations', { token: user.token, body: { client_id: randomUUID(), protocol: 2, mutations } });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.deepEqual(
+        res.body.data.results.map((r: { type: string }) => r.type),
+        ['ack', 'ack', 'ack'],
+      );
+      const [counted] = rowsOf<{ n: number }>(await db.execute(sql`select count(*)::int as n from timer_events where visit_id = ${visit}`));
+      assert.equal(counted?.n, 2, 'both events written, one at a time');
+      const text = await scrape();
+      assert.equal(count(text, 'patient.update', 'applied') - count(before, 'patient.update', 'applied'), 1, 'the update counted once');
+      assert.equal(count(text, 'visit.timer_events', 'applied') - count(before, 'visit.timer_events', 'applied'), 2, 'each event counted once');
+    } finally {
+      await db.execute(sql.raw(`drop trigger ${fn} on timer_events`));
+      await db.execute(sql.raw(`drop function ${fn}()`));
+    }
   });
 
   test('job figures come from the queue tables; pool figures from the job pool', async () => {

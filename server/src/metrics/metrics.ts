@@ -60,7 +60,7 @@ export function createMetrics(deps: { db: Db; appPoolMax: number | null }): Metr
   });
   const mutations = new Counter({
     name: 'fieldchart_sync_mutations_total',
-    help: 'Sync mutations judged (websocket and HTTP fallback), by mutation name and outcome; rate() gives the mutation rate',
+    help: 'Sync mutations judged (websocket and HTTP fallback), by mutation name and outcome (applied, refused, failed: parked after repeated unexpected errors), counted once committed; rate() gives the mutation rate',
     labelNames: ['name', 'outcome'] as const,
     registers: [registry],
   });

@@ -1,5 +1,4 @@
-import type { MutationRunner } from '../services/sync/mutation-runner.ts';
-import type { MutationSetRunner } from '../services/sync/mutation-sets.ts';
+import type { BatchOutcome } from '../services/sync/mutation-ledger.ts';
 
 /**
  * What the sync hub reports to /metrics. The hub is handed one (or none) and feeds it at a
@@ -9,40 +8,27 @@ import type { MutationSetRunner } from '../services/sync/mutation-sets.ts';
 export interface SyncMetrics {
   /** Called once by the hub with its live figures, read at scrape time. */
   observe(figures: { sockets(): number; queueDepth(): number }): void;
-  /** A mutation judged: applied, or refused (validation, conflict, not found). */
-  mutation(name: string, outcome: 'applied' | 'refused'): void;
+  /** A mutation judged: applied, refused (validation, conflict, not found), or parked as failed. */
+  mutation(name: string, outcome: 'applied' | 'refused' | 'failed'): void;
   /** One change-feed read (database time), and how many changes it found. */
   feedRead(seconds: number, changes: number): void;
 }
 
-/** The runner, counting each mutation by name and outcome, one by one or in a set. */
-export function meterMutations(runner: MutationRunner, metrics: SyncMetrics | undefined): MutationRunner {
-  if (!metrics) return runner;
-  const one: MutationRunner = async (ctx, name, args) => {
-    try {
-      const result = await runner(ctx, name, args);
-      metrics.mutation(name, 'applied');
-      return result;
-    } catch (err) {
-      metrics.mutation(name, 'refused');
-      throw err;
-    }
+/**
+ * The batch applier, counting each mutation by name and outcome once its transaction has
+ * committed: counted in the runner, a set lost and applied again one by one (or a transaction
+ * that failed after its mutations ran) was counted twice.
+ */
+export function meterBatches<A extends unknown[]>(
+  apply: (...args: A) => Promise<BatchOutcome>,
+  metrics: SyncMetrics | undefined,
+): (...args: A) => Promise<BatchOutcome> {
+  if (!metrics) return apply;
+  return async (...args) => {
+    const outcome = await apply(...args);
+    if (outcome.kind === 'applied') for (const m of outcome.judged) metrics.mutation(m.name, m.outcome);
+    return outcome;
   };
-  const { runSet } = runner;
-  if (!runSet) return one;
-  // A set that comes back null, or whose writes fail, is applied again one by one (and counted there).
-  const set: MutationSetRunner = async (ctx, mutations) => {
-    const plan = await runSet(ctx, mutations);
-    if (!plan) return null;
-    return {
-      results: plan.results,
-      async write() {
-        await plan.write();
-        for (const m of mutations) metrics.mutation(m.name, 'applied');
-      },
-    };
-  };
-  return Object.assign(one, { runSet: set });
 }
 
 /** A feed read, timed: database time and how many changes it found (counted without parsing them). */

@@ -8,10 +8,10 @@ import { sql } from 'drizzle-orm';
 import type { Clock } from '../clock.ts';
 import type { Services } from '../services/index.ts';
 import { createFeed } from '../services/sync/feed.ts';
-import { applyMutationBatch, lastMutationIdOf } from '../services/sync/mutation-ledger.ts';
+import { applyMutationBatch, lastMutationIdOf, type MutationDevice, type MutationMessage } from '../services/sync/mutation-ledger.ts';
 import { createMutationRunner } from '../services/sync/mutation-runner.ts';
 import type { FastifyBaseLogger } from 'fastify';
-import { meterFeed, meterMutations, type SyncMetrics } from '../metrics/sync-metrics.ts';
+import { meterBatches, meterFeed, type SyncMetrics } from '../metrics/sync-metrics.ts';
 import { refusalOfSession } from './close-reasons.ts';
 import { createDrafts } from './drafts.ts';
 import type { SyncHooks } from './hooks.ts';
@@ -35,8 +35,9 @@ export function syncHooksOf(deps: {
   const db = services.unitOfWork.db;
   const drafts = createDrafts({ db, phi: services.phi, nodeId: deps.nodeId ?? randomUUID(), log });
   const feed = feedOf(services, { oneSession: deps.oneSession ?? false });
-  const runMutation = meterMutations(
-    createMutationRunner({ services, sectionsOf: (tx, visitId, ownerId) => drafts.sectionsOf(tx, visitId, ownerId) }),
+  const runMutation = createMutationRunner({ services, sectionsOf: (tx, visitId, ownerId) => drafts.sectionsOf(tx, visitId, ownerId) });
+  const applyBatch = meterBatches(
+    (device: MutationDevice, batch: readonly MutationMessage[]) => applyMutationBatch(services, runMutation, device, batch, log),
     deps.metrics,
   );
   const readFeed = meterFeed(feed.read.bind(feed), deps.metrics);
@@ -81,7 +82,7 @@ export function syncHooksOf(deps: {
 
     feed: (userId, cursor, now, options) => readFeed(userId, cursor, now, options),
 
-    applyMutations: (device, batch) => applyMutationBatch(services, runMutation, device, batch, log),
+    applyMutations: applyBatch,
 
     async announce(userId, clientId, connectionId) {
       await db.execute(sql`select pg_notify(${CHANNELS.client}, ${`${userId}:${clientId}:${connectionId}`})`);

@@ -66,8 +66,24 @@ export interface MutationDevice {
   readonly linkSession?: boolean;
 }
 
+/** What became of one mutation this batch processed for the first time (for /metrics). */
+export interface JudgedMutation {
+  readonly name: MutationName;
+  readonly outcome: 'applied' | 'refused' | 'failed';
+}
+
 export type BatchOutcome =
-  | { readonly kind: 'applied'; readonly replies: MutationReply[]; readonly lastMutationId: number; readonly retryFrom: number | null }
+  | {
+      readonly kind: 'applied';
+      readonly replies: MutationReply[];
+      readonly lastMutationId: number;
+      readonly retryFrom: number | null;
+      /**
+       * Each mutation this batch's committed transaction judged, once: a set lost and applied
+       * again one by one, or a mutation answered `retry`, is not in it twice.
+       */
+      readonly judged: readonly JudgedMutation[];
+    }
   | { readonly kind: 'session'; readonly state: Exclude<SessionState, 'live'> }
   /** The device was revoked: nothing of the batch was applied or counted. */
   | { readonly kind: 'device_revoked' };
@@ -132,6 +148,7 @@ async function applyInTransaction(
     let failing = { id: client?.failingId ?? null, attempts: client?.failingAttempts ?? 0 };
     let retryFrom: number | null = null;
     const replies: MutationReply[] = [];
+    const judgedNow: JudgedMutation[] = [];
     const ctx = { actorUserId: device.userId, organizationId: device.organizationId };
     const seen = batch.filter((m) => m.mutation_id <= last).map((m) => m.mutation_id);
     const refused = new Map(
@@ -228,6 +245,7 @@ async function applyInTransaction(
           unwritten.push(plan);
           for (const [k, s] of set.entries()) {
             replies.push({ type: 'ack', mutation_id: s.m.mutation_id, result: plan.results[k] ?? null });
+            judgedNow.push({ name: s.name, outcome: 'applied' });
             processedNow(s.m, k === 0 ? digest : digestOf(s.m));
             last = s.m.mutation_id;
           }
@@ -242,10 +260,12 @@ async function applyInTransaction(
           runMutation({ ...ctx, requestId: `${device.requestIdPrefix}:${m.mutation_id}` }, judged.name, judged.args),
         );
         replies.push({ type: 'ack', mutation_id: m.mutation_id, result: result ?? null });
+        judgedNow.push({ name: judged.name, outcome: 'applied' });
       } catch (err) {
         const reply = replyOf(err, m.mutation_id);
         if (reply?.type === 'reject') {
           replies.push(reply);
+          judgedNow.push({ name: judged.name, outcome: 'refused' });
           await store(reply);
         } else {
           // Not this mutation's fault (a throttle, a lock timeout, a lost connection) or not
@@ -271,6 +291,7 @@ async function applyInTransaction(
             attempts: failing.attempts,
           };
           replies.push(parked);
+          judgedNow.push({ name: judged.name, outcome: 'failed' });
           await store(parked);
           failing = { id: null, attempts: 0 };
         }
@@ -289,7 +310,7 @@ async function applyInTransaction(
       where user_id = ${device.userId}::uuid and client_id = ${device.clientId}::uuid`);
     if (unwritten.length > 0) await asSetFailure(() => settled([...unwritten.splice(0).map((plan) => plan.write()), ledger]));
     else await ledger;
-    return { kind: 'applied', replies, lastMutationId: last, retryFrom };
+    return { kind: 'applied', replies, lastMutationId: last, retryFrom, judged: judgedNow };
   });
 }
 
