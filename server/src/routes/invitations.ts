@@ -25,6 +25,7 @@ export const invitationRoutes: FastifyPluginAsyncZod<{ services: Services }> = a
   const { invitations, invitationSignup } = services;
 
   app.post('/my-organization/invitations', {
+    config: { idempotentWrite: 'lazy' },
     schema: { tags, summary: 'Invite a clinician by email (admin)', body: inviteMemberBody, response: { 200: messageOnly, ...errors(401, 403, 422, 429) } },
     handler: async (req) => {
       await invitations.invite(principalOf(req), req.body);

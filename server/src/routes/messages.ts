@@ -34,6 +34,7 @@ export const messageRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
   });
 
   app.post('/messages/send', {
+    config: { idempotentWrite: 'lazy' },
     schema: {
       tags,
       summary: 'Email a message to a patient',

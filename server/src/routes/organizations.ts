@@ -40,6 +40,7 @@ export const organizationRoutes: FastifyPluginAsyncZod<{ services: Services }> =
   });
 
   app.post('/organizations/request', {
+    config: { idempotentWrite: 'eager' },
     schema: { tags, summary: 'Ask for a new organization; unlisted until an operator approves it', body: organizationRequestBody, response: { 200: messageOnly, ...errors(401, 422) } },
     handler: async (req) => {
       await organizations.request(principalOf(req), req.body);

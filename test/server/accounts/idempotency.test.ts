@@ -5,6 +5,7 @@ import { sql } from 'drizzle-orm';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { manualClock } from '../../helpers/clock.ts';
 import { newAccount, registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
+import { orgWithAdmin } from '../organizations/org-fixtures.ts';
 import {
   assertError,
   assertOk,
@@ -196,7 +197,41 @@ forEachBackend('accounts: idempotent retries', (backend) => {
     assert.equal(later.headers.get('idempotent-replayed'), null);
   });
 
-  for (const route of ['/patient/create', '/schedule-visit-request-save'] as const) {
+  /** Each keyed create of the API: what it sends for a fresh user, and how its rows are counted. */
+  const creates: Record<string, (me: Awaited<ReturnType<typeof registerUser>>) => Promise<{ body: Record<string, unknown>; rows: ReturnType<typeof sql> }>> = {
+    '/patient/create': async (me) => ({
+      body: { first_name: 'Cut', last_name: 'Write', address: '1 Main St' },
+      rows: sql`select count(*)::int as n from patients where owner_id = ${me.uuid}::uuid`,
+    }),
+    '/schedule-visit-request-save': async (me) => {
+      const patient = await server.api('POST', '/patient/create', { token: me.token, body: { first_name: 'Cut', last_name: 'Write', address: '1 Main St' } });
+      assertOk(patient);
+      return {
+        body: { patient_uuid: patient.body.data.uuid, visit_date: '2026-12-01', start_time: '09:00' },
+        rows: sql`select count(*)::int as n from visits where owner_id = ${me.uuid}::uuid`,
+      };
+    },
+    // A retry that wrote twice would mail the patient twice.
+    '/messages/send': async (me) => ({
+      body: { patient_email: `cut.${randomUUID().slice(0, 8)}@example.test`, patient_name: 'Cut Write', body: 'See you Tuesday.' },
+      rows: sql`select (select count(*)::int from conversations where owner_id = ${me.uuid}::uuid)
+        + (select count(*)::int from mail_outbox where owner_id = ${me.uuid}::uuid) as n`,
+    }),
+    '/organizations/request': async (me) => ({
+      body: { name: `Cut Write ${randomUUID().slice(0, 8)}`, type: 'clinic' },
+      rows: sql`select count(*)::int as n from organizations where requested_by = ${me.uuid}::uuid`,
+    }),
+    '/my-organization/invitations': async (me) => {
+      await orgWithAdmin(server, { admin: me });
+      const email = `cut.${randomUUID().slice(0, 8)}@example.test`;
+      return {
+        body: { email, role: 'member' },
+        rows: sql`select (select count(*)::int from invitations where invited_by = ${me.uuid}::uuid)
+          + (select count(*)::int from mail_outbox where to_address = ${email}) as n`,
+      };
+    },
+  };
+  for (const [route, prepare] of Object.entries(creates)) {
     test(`${route}: a keyed create and its stored answer commit together; a cut between them writes nothing, the retry writes once`, async () => {
       // Stands in for a server killed after its write and before recording the answer:
       // while the flag row exists, recording any completed answer fails.
@@ -212,16 +247,9 @@ forEachBackend('accounts: idempotent retries', (backend) => {
       await query(server, sql`drop trigger if exists fc_test_cut_completion on idempotency_keys`);
       await query(server, sql`create trigger fc_test_cut_completion before update on idempotency_keys for each row execute function fc_test_cut_completion()`);
       const me = await registerUser(server);
-      let body: Record<string, unknown> = { first_name: 'Cut', last_name: 'Write', address: '1 Main St' };
-      let table = sql.raw('patients');
-      if (route === '/schedule-visit-request-save') {
-        const patient = await server.api('POST', '/patient/create', { token: me.token, body });
-        assertOk(patient);
-        body = { patient_uuid: patient.body.data.uuid, visit_date: '2026-12-01', start_time: '09:00' };
-        table = sql.raw('visits');
-      }
-      const before = await countRows(server, sql`select count(*)::int as n from ${table} where owner_id = ${me.uuid}::uuid`);
-      const written = async () => (await countRows(server, sql`select count(*)::int as n from ${table} where owner_id = ${me.uuid}::uuid`)) - before;
+      const { body, rows } = await prepare(me);
+      const before = await countRows(server, rows);
+      const written = async () => (await countRows(server, rows)) - before;
       const key = randomUUID();
       try {
         await query(server, sql`insert into fc_test_cut values (true)`);
@@ -238,7 +266,7 @@ forEachBackend('accounts: idempotent retries', (backend) => {
       const again = await post(route, key, body, me.token);
       assert.equal(again.headers.get('idempotent-replayed'), 'true');
       assert.deepEqual(again.body, retry.body);
-      assert.equal(await written(), 1);
+      assert.equal(await written(), route === '/messages/send' || route === '/my-organization/invitations' ? 2 : 1, 'one record (and its one mail)');
       await query(server, sql`drop trigger fc_test_cut_completion on idempotency_keys`);
     });
   }
