@@ -12,6 +12,7 @@ export const claimRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
   const { claims } = services;
 
   app.post('/organizations/invite', {
+    config: { idempotentWrite: 'lazy' },
     schema: { tags, summary: 'Invite an organization that is not on Fieldchart; mails its contact a claim link', body: inviteOrganizationBody, response: { 200: messageOnly, ...errors(401, 422, 429) } },
     handler: async (req) => {
       await claims.invite(principalOf(req), req.body);

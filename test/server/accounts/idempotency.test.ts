@@ -221,6 +221,14 @@ forEachBackend('accounts: idempotent retries', (backend) => {
       body: { name: `Cut Write ${randomUUID().slice(0, 8)}`, type: 'clinic' },
       rows: sql`select count(*)::int as n from organizations where requested_by = ${me.uuid}::uuid`,
     }),
+    '/organizations/invite': async (me) => {
+      const email = `cut.${randomUUID().slice(0, 8)}@example.test`;
+      return {
+        body: { organization_name: `Cut Write ${randomUUID().slice(0, 8)}`, contact_email: email },
+        rows: sql`select (select count(*)::int from organizations where requested_by = ${me.uuid}::uuid)
+          + (select count(*)::int from mail_outbox where to_address = ${email}) as n`,
+      };
+    },
     '/my-organization/invitations': async (me) => {
       await orgWithAdmin(server, { admin: me });
       const email = `cut.${randomUUID().slice(0, 8)}@example.test`;
@@ -266,7 +274,7 @@ forEachBackend('accounts: idempotent retries', (backend) => {
       const again = await post(route, key, body, me.token);
       assert.equal(again.headers.get('idempotent-replayed'), 'true');
       assert.deepEqual(again.body, retry.body);
-      assert.equal(await written(), route === '/messages/send' || route === '/my-organization/invitations' ? 2 : 1, 'one record (and its one mail)');
+      assert.equal(await written(), ['/messages/send', '/my-organization/invitations', '/organizations/invite'].includes(route) ? 2 : 1, 'one record (and its one mail)');
       await query(server, sql`drop trigger fc_test_cut_completion on idempotency_keys`);
     });
   }
