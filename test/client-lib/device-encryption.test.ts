@@ -104,7 +104,13 @@ forEachBackend('PHI on the device', (backend) => {
     }
   });
 
-  test('a device whose account was disabled wipes itself on its next connection, uploading nothing further', async () => {
+  // Disabled by the operator, every session of the account is revoked too: the device, offline
+  // then, hears it from its hello or its refresh (as account_disabled, not as a forgotten token).
+  const disablings = {
+    'in the database': (userId: string) => server.runtime.database.db.execute(sql`update users set disabled_at = now() where id = ${userId}`),
+    'by the operator': (userId: string) => server.runtime.services.users.setDisabled(userId, true),
+  };
+  for (const [how, disable] of Object.entries(disablings)) test(`a device whose account was disabled (${how}) wipes itself on its next connection, uploading nothing further`, async () => {
     const user = await utcClinician(server);
     const tag = randomUUID().replaceAll('-', '').slice(0, 10);
     const canary = { first: `Revokaby${tag}`, phone: `+1 312 555 ${tag.slice(0, 4)}r${tag.slice(4)}`, pendingPhone: `+1 773 555 ${tag.slice(0, 4)}z${tag.slice(4)}` };
@@ -121,7 +127,7 @@ forEachBackend('PHI on the device', (backend) => {
       await eventually(() => assert.equal(client.sync.status.connected, false), WAIT);
       await client.patients.update(patient.uuid, { phone: canary.pendingPhone });
       assert.equal(client.sync.status.pending, 1);
-      await server.runtime.database.db.execute(sql`update users set disabled_at = now() where id = ${user.uuid}`);
+      await disable(user.uuid);
 
       proxy.restore();
       await eventually(() => assert.equal(client.sync.status.halted, 'account_disabled'), WAIT);

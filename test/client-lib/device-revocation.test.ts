@@ -228,7 +228,13 @@ forEachBackend('revoked devices wipe themselves', (backend) => {
     kept.socket.close();
   });
 
-  test('a device offline when it was revoked, whose access token expired meanwhile, has its refresh refused and wipes itself', async () => {
+  // Revoked, or its account disabled by the operator: either ends the device's sessions, and a
+  // device that was offline meanwhile hears it first from its refresh.
+  const endings = {
+    'revoked': { operation: 'device.revoke', args: (device: Device, _email: string) => ({ client_id: device.client_id }), halted: 'device_revoked' },
+    'disabled with its account': { operation: 'user.disable', args: (_device: Device, email: string) => ({ user: email }), halted: 'account_disabled' },
+  } as const;
+  for (const [how, ending] of Object.entries(endings)) test(`a device offline when it was ${how}, whose access token expired meanwhile, has its refresh refused and wipes itself`, async () => {
     // The server's clock moves past the access token's life (1 h) without the test waiting.
     const clock = manualClock();
     const timed = await startTestServer(backend, { clock });
@@ -249,12 +255,12 @@ forEachBackend('revoked devices wipe themselves', (backend) => {
       proxy.cut();
       await eventually(() => assert.equal(client.sync.status.connected, false), WAIT);
       await client.patients.update(patient.uuid, { phone: canary.pendingPhone });
-      await runOperation(operationContext(timed.runtime.services, timed.runtime.database), 'device.revoke', { client_id: device.client_id });
+      await runOperation(operationContext(timed.runtime.services, timed.runtime.database), ending.operation, ending.args(device, user.email));
       clock.advance(2 * 3600);
 
       proxy.restore();
-      await eventually(() => assert.equal(client.sync.status.halted, 'device_revoked'), WAIT);
-      assert.equal(client.sync.status.lastError?.code, 'device_revoked');
+      await eventually(() => assert.equal(client.sync.status.halted, ending.halted), WAIT);
+      assert.equal(client.sync.status.lastError?.code, ending.halted);
       await eventually(async () => {
         assert.deepEqual(await client.patients.list(), []);
         assert.equal(client.sync.status.pending, 0);
@@ -263,6 +269,7 @@ forEachBackend('revoked devices wipe themselves', (backend) => {
       await client.close();
       assert.deepEqual(findTexts(dir, Object.values(canary)), [], 'no canary left on the device');
       assert.deepEqual(findBytes(dir, oldKey), [], 'the old key is nowhere');
+      if (ending.operation === 'user.disable') await timed.runtime.services.users.setDisabled(user.uuid, false);
       const signIn = await timed.api('POST', '/sign-in', { body: { email: user.email, password: user.password } });
       const mine = await timed.api('GET', '/patient/my-patients?per_page=50', { token: signIn.body.data.token as string });
       assert.equal((mine.body.data as { uuid: string; phone: string | null }[]).find((p) => p.uuid === patient.uuid)?.phone, canary.phone, 'the queued write never reached the server');

@@ -25,9 +25,10 @@ export interface SessionOptions {
   readonly refreshLeadMs?: number;
   /**
    * The refresh token was refused: the session is over (the engine stops syncing) —
-   * `device_revoked` when it ended with this device's revocation (the device must wipe).
+   * `device_revoked` when it ended with this device's revocation, `account_disabled` when its
+   * account was disabled (the device must wipe in both).
    */
-  readonly onEnded: (reason: 'unauthorized' | 'device_revoked') => Promise<void>;
+  readonly onEnded: (reason: 'unauthorized' | 'device_revoked' | 'account_disabled') => Promise<void>;
 }
 
 export class Session {
@@ -154,11 +155,13 @@ export class Session {
       this.refused = false;
     } catch (err) {
       // 409: the same refresh is still being answered (idempotency): not the end of the session.
-      if (err instanceof FieldchartApiError && err.code === 'device_revoked') {
-        // A device offline when it was revoked refreshes its token before its next hello:
-        // this refusal is then the first it hears of it, and it must wipe as on 4411.
-        this.opts.status.fail('device_revoked', 'this device was revoked');
-        await this.opts.onEnded('device_revoked');
+      if (err instanceof FieldchartApiError && (err.code === 'device_revoked' || err.code === 'account_disabled')) {
+        // A device offline when it was revoked (or its account disabled) refreshes its token
+        // before its next hello: this refusal is then the first it hears of it, and it must
+        // wipe as on 4411 (4403).
+        const code = err.code;
+        this.opts.status.fail(code, code === 'device_revoked' ? 'this device was revoked' : 'the account is disabled');
+        await this.opts.onEnded(code);
       } else if (err instanceof FieldchartApiError && err.status >= 400 && err.status < 500 && err.status !== 429 && err.status !== 409) {
         this.opts.status.fail('unauthorized', `the session is over (${err.code}): sign in again`);
         await this.opts.onEnded('unauthorized');

@@ -118,10 +118,11 @@ export class SyncEngine {
       status: this.state,
       baseUrl: opts.baseUrl,
       ...(opts.fetch ? { fetch: opts.fetch } : {}),
-      // A session ended with the device's revocation: the device is wiped, as on 4411.
+      // A session ended with the device's revocation or its account's disabling: the device
+      // is wiped, as on 4411 and 4403.
       onEnded: async (reason) => {
         await this.endSession(reason);
-        if (reason === 'device_revoked') await this.device.wipeInBackground();
+        if (reason !== 'unauthorized') await this.device.wipeInBackground();
       },
     });
     this.drafts = new DraftSync({

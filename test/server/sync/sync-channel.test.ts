@@ -286,6 +286,23 @@ forEachBackend('sync channel', (backend) => {
     assert.equal((await s2.socket.closed).code, CLOSE_CODES.account_disabled);
   });
 
+  test('an account disabled by the operator: hello closes with 4403 and refresh answers 401 account_disabled; enabled again, those are plain invalid tokens', async () => {
+    const user = await clinician();
+    await server.runtime.services.users.setDisabled(user.uuid, true);
+    const refused = await openSync(server);
+    refused.send({ type: 'hello', protocol: 1, token: user.token, client_id: randomUUID(), cursor: null });
+    assert.equal((await refused.closed).code, CLOSE_CODES.account_disabled);
+    const refresh = await server.api('POST', '/token/refresh', { body: { refresh_token: user.refreshToken } });
+    assert.equal(refresh.status, 401);
+    assert.equal(refresh.body.code, 'account_disabled');
+    assert.equal((await server.api('GET', '/my-profile', { token: user.token })).body.code, 'account_disabled');
+
+    await server.runtime.services.users.setDisabled(user.uuid, false);
+    const again = await server.api('POST', '/token/refresh', { body: { refresh_token: user.refreshToken } });
+    assert.equal(again.status, 401);
+    assert.equal(again.body.code, 'invalid_token', 'the session stays ended: sign in again');
+  });
+
   test('a socket that never says hello is closed after 10 s (4408)', async () => {
     const silent = await openSync(server);
     const started = Date.now();

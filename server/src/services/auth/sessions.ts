@@ -56,6 +56,17 @@ export const DEVICE_REVOKED = 'device_revoked';
 /** The refusal of a token or refresh token whose session ended with its device. */
 const deviceRevoked = () => new Unauthorized('This device was revoked', DEVICE_REVOKED);
 
+/**
+ * `sessions.revoked_reason` of the sessions ended by disabling their account (`fieldchart user
+ * disable`). While the account stays disabled, their tokens are refused as `account_disabled`,
+ * not as an unknown token: a device offline at the time hears it first from a refresh, and
+ * must wipe itself (as on 4403) rather than just sign in again.
+ */
+export const ACCOUNT_DISABLED = 'account_disabled';
+const accountDisabled = () => new Unauthorized('This account is disabled', ACCOUNT_DISABLED);
+const endedByDisabling = (revokedAt: unknown, reason: string | null, disabledAt: unknown): boolean =>
+  Boolean(revokedAt) && reason === ACCOUNT_DISABLED && Boolean(disabledAt);
+
 /** A session as the sync channel sees it: `device_revoked` when it ended with its device's revocation. */
 export type SessionState = 'live' | 'revoked' | 'device_revoked' | 'disabled';
 
@@ -110,8 +121,9 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
       if (!isUuid(claims.sessionId) || !isUuid(claims.userId)) throw new Unauthorized('Invalid or expired token', 'invalid_token');
       const [row] = await checkSession(claims.sessionId, claims.userId, extra);
       if (row?.revoked_at && row.revoked_reason === DEVICE_REVOKED) throw deviceRevoked();
+      if (row && endedByDisabling(row.revoked_at, row.revoked_reason, row.disabled_at)) throw accountDisabled();
       if (!row || row.revoked_at) throw new Unauthorized('Invalid or expired token', 'invalid_token');
-      if (row.disabled_at) throw new Unauthorized('This account is disabled', 'account_disabled');
+      if (row.disabled_at) throw accountDisabled();
       const seat = row.organization_id ? { organizationId: row.organization_id, role: row.role === 'admin' ? ('admin' as const) : ('member' as const) } : null;
       return { userId: claims.userId, sessionId: claims.sessionId, seat, timeZone: row.time_zone ?? DEFAULT_TIME_ZONE, extra: row.extra ?? null };
     },
@@ -124,6 +136,7 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
         .innerJoin(users, eq(users.id, sessions.userId))
         .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId)));
       if (row?.revokedAt && row.revokedReason === DEVICE_REVOKED) return 'device_revoked';
+      if (row && endedByDisabling(row.revokedAt, row.revokedReason, row.disabledAt)) return 'disabled';
       if (!row || row.revokedAt) return 'revoked';
       return row.disabledAt ? 'disabled' : 'live';
     },
@@ -155,6 +168,7 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
           .where(eq(refreshTokens.tokenHash, hash))
           .for('update', { of: refreshTokens });
         if (row?.revokedAt && row.revokedReason === DEVICE_REVOKED) throw deviceRevoked();
+        if (row && endedByDisabling(row.revokedAt, row.revokedReason, row.disabledAt)) throw accountDisabled();
         if (!row || row.revokedAt) throw new Unauthorized('Invalid refresh token', 'invalid_token');
         if (row.retiredAt) {
           await tx
@@ -164,7 +178,7 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
           return null;
         }
         if (row.expiresAt <= now) throw new Unauthorized('Refresh token expired', 'invalid_token');
-        if (row.disabledAt) throw new Unauthorized('This account is disabled', 'account_disabled');
+        if (row.disabledAt) throw accountDisabled();
         await tx.update(refreshTokens).set({ retiredAt: now }).where(eq(refreshTokens.id, row.id));
         // A session lives as long as it is used: each refresh slides its end with the new token's.
         await tx

@@ -4,7 +4,7 @@ import type { UserProfile } from '@fieldchart/schema/api';
 import { isUniqueViolation, type Db } from '../../db/database.ts';
 import type { Clock } from '../../clock.ts';
 import { Invalid, NotFound } from '../../errors.ts';
-import type { Caller, SessionExtra, Sessions } from '../auth/sessions.ts';
+import { ACCOUNT_DISABLED, type Caller, type SessionExtra, type Sessions } from '../auth/sessions.ts';
 import type { JoinRequests } from '../organizations/join-requests.ts';
 import { readSubscriptionStatuses } from '../subscriptions/subscription-facts.ts';
 import { findUserByEmail, findUserById, profileFacts, profileFromFacts, profileOf, readProfile, type ProfileFacts } from './user-profile.ts';
@@ -154,7 +154,7 @@ export function createUsers(deps: { db: Db; clock: Clock; sessions: Sessions; jo
           .update(users)
           .set({ disabledAt: disabled ? clock.now() : null, updatedAt: clock.now() })
           .where(eq(users.id, target.uuid));
-        if (disabled) await deps.sessions.revokeAll(tx, target.uuid, 'account_disabled');
+        if (disabled) await deps.sessions.revokeAll(tx, target.uuid, ACCOUNT_DISABLED);
       });
       return this.lookup(target.uuid);
     },
