@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { OutboxNotEmptyError } from '../../client-lib/src/index.ts';
@@ -70,8 +71,12 @@ forEachBackend('dictations on the device', (backend) => {
     return { files: bytes, runs: runs.length };
   };
 
-  test('recorded offline, kept sealed across a restart, uploaded when online; the suggestion arrives and the audio leaves the device', BOUND, async () => {
+  test('recorded offline, kept sealed across a restart, uploaded when online; the suggestion arrives and the audio leaves the device', BOUND, async (t) => {
+    // Where it stood, in the report: this test once ran into its bound on PostgreSQL in CI.
+    const started = Date.now();
+    const step = (label: string) => t.diagnostic(`${Date.now() - started} ms: ${label}`);
     const { user, visit } = await visitWithUser();
+    step('visit scheduled');
     const canary = Buffer.from(`CANARY-DICTATION-${randomUUID()}`);
     const audio = recordingWith(canary, 700_000);
     const proxy = await startTcpProxy(server.url);
@@ -79,13 +84,17 @@ forEachBackend('dictations on the device', (backend) => {
     let client = await openClient(proxy.url, dir);
     let open = true;
     try {
+      step('device open');
       await client.signIn({ email: user.email, password: user.password });
+      step('signed in');
       await client.sync.whenSynced(WAIT);
+      step('synced');
       assert.ok(await client.visits.get(visit), 'the visit is on the device');
 
       proxy.cut();
       await eventually(() => assert.equal(client.sync.status.connected, false), WAIT);
       const d = await client.dictations.add(visit, new Uint8Array(audio));
+      step('recorded offline');
       assert.equal(d.discipline, 'PT', "the visit's referral discipline");
       assert.equal(d.bytes, audio.length);
       // Offline the upload fails and waits; the dictation is still only here.
@@ -93,24 +102,28 @@ forEachBackend('dictations on the device', (backend) => {
       assert.equal((await client.dictations.get(d.id))?.transcriptionUuid, null);
       await client.close();
       open = false;
+      step('closed');
 
       assert.deepEqual(findBytes(dir, canary), [], 'the recording is in no stored byte of the data dir in clear');
 
       // Restarted, still offline: the dictation is there, waiting.
       client = await openClient(proxy.url, dir);
       open = true;
+      step('reopened');
       const kept = await client.dictations.list(visit);
       assert.deepEqual(kept.map((k) => [k.id, k.bytes]), [[d.id, audio.length]]);
       assert.ok(['on_device', 'uploading'].includes(kept[0]!.state));
       assert.equal((await serverAudio(visit, user.token)).runs, 0, 'nothing reached the server while offline');
 
       proxy.restore();
+      step('online');
       const done = await eventually(async () => {
         const got = await client.dictations.get(d.id);
         assert.equal(got?.state, 'on_server');
         assert.equal(got?.suggestion?.status, 'completed');
         return got!;
       }, WAIT);
+      step('on the server, suggestion arrived');
       assert.match(done.suggestion?.generated_soap?.subjective ?? '', /knee pain/i, 'the note suggestion came through the sync feed');
       assert.equal(done.suggestion?.transcription_uuid ?? done.suggestion?.uuid, done.transcriptionUuid);
       const onServer = await serverAudio(visit, user.token);
@@ -161,6 +174,54 @@ forEachBackend('dictations on the device', (backend) => {
     } finally {
       await client.close();
       await proxy.close();
+    }
+  });
+
+  test('closing the client while an upload hangs returns at once; the recording stays and goes on at the next open', BOUND, async () => {
+    const { user, visit } = await visitWithUser();
+    // Relays everything but a PATCH, which it takes and never answers: a network that stalls.
+    let stalled = 0;
+    let stall = true;
+    const held = new Set<net.Socket>();
+    const { hostname, port } = new URL(server.url);
+    const stalling = net.createServer((client) => {
+      held.add(client);
+      // Requests share kept-alive connections: each chunk is looked at, and from a PATCH on
+      // nothing more goes through.
+      let holding = false;
+      const upstream = net.connect(Number(port), hostname);
+      client.on('data', (chunk) => {
+        if (stall && !holding && chunk.subarray(0, 6).toString('latin1') === 'PATCH ') {
+          holding = true;
+          stalled++;
+        }
+        if (!holding) upstream.write(chunk);
+      });
+      client.on('error', () => upstream.destroy()).on('close', () => upstream.destroy());
+      upstream.on('error', () => client.destroy()).on('close', () => client.destroy());
+      upstream.pipe(client);
+    });
+    await new Promise<void>((r) => stalling.listen(0, '127.0.0.1', r));
+    const dir = tempDataDir();
+    let client = await openClient(`http://127.0.0.1:${(stalling.address() as net.AddressInfo).port}`, dir);
+    try {
+      await client.signIn({ email: user.email, password: user.password });
+      await client.sync.whenSynced(WAIT);
+      const d = await client.dictations.add(visit, new Uint8Array(recordingWith(Buffer.from('CANARY-STALL'), 300_000)));
+      await eventually(() => assert.ok(stalled > 0, 'no PATCH reached the stalling network yet'), WAIT);
+      const closed = await Promise.race([client.close().then(() => 'closed'), new Promise((r) => setTimeout(r, 15_000, 'still closing after 15 s'))]);
+      assert.equal(closed, 'closed');
+
+      // The network is back (the stored upload URL names this address).
+      stall = false;
+      for (const s of held) s.destroy();
+      client = await openClient(`http://127.0.0.1:${(stalling.address() as net.AddressInfo).port}`, dir);
+      await client.signIn({ email: user.email, password: user.password });
+      await eventually(async () => assert.equal((await client.dictations.get(d.id))?.state, 'on_server'), WAIT);
+    } finally {
+      for (const s of held) s.destroy();
+      await client.close();
+      await new Promise((r) => stalling.close(r));
     }
   });
 

@@ -68,13 +68,21 @@ class Transient extends Error {
   }
 }
 
+/** The upload was stopped on purpose (sign-out, close): not a failure, nothing to record. */
+class Paused extends Error {
+  constructor() {
+    super('the upload was paused');
+  }
+}
+
 const RETRYABLE_4XX = new Set([408, 409, 423, 425, 429]);
 
 export class DictationUploader {
   private running: Promise<void> | null = null;
   private again = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
-  private current: Upload | null = null;
+  /** The upload in flight, and how to end its pass: tus's `abort` calls neither onSuccess nor onError. */
+  private current: { readonly upload: Upload; readonly stop: () => void } | null = null;
   private stopped = false;
   private readonly backoff: Backoff;
   /** Bytes sent of the dictation being uploaded (the server may confirm fewer). */
@@ -117,7 +125,9 @@ export class DictationUploader {
     this.again = false;
     const up = this.current;
     this.current = null;
-    await up?.abort(false).catch(() => undefined);
+    await up?.upload.abort(false).catch(() => undefined);
+    // Without this the pass would wait for an answer that abort silenced, and close() with it.
+    up?.stop();
     await this.running?.catch(() => undefined);
   }
 
@@ -157,7 +167,7 @@ export class DictationUploader {
         this.opts.onChange(d.id);
       } catch (err) {
         this.sent.delete(d.id);
-        if (!this.opts.active() || this.stopped) return;
+        if (err instanceof Paused || !this.opts.active() || this.stopped) return;
         if (err instanceof Refused) {
           await markRejected(db, d.id, err.code, err.message);
           this.opts.onRejected(d, err.code, err.message);
@@ -193,6 +203,7 @@ export class DictationUploader {
         await this.tusOnce(d, url);
         return;
       } catch (err) {
+        if (err instanceof Paused) throw err;
         const status = (err as DetailedError).originalResponse?.getStatus() ?? 0;
         if (round < 2 && status === 401) {
           await this.opts.refresh();
@@ -259,7 +270,7 @@ export class DictationUploader {
           onError: (err) => reject(err),
         },
       );
-      this.current = upload;
+      this.current = { upload, stop: () => reject(new Paused()) };
       upload.start();
     }).finally(() => {
       this.current = null;
