@@ -11,9 +11,36 @@ import { migrateJobQueue } from './worker.ts';
  * the embedded database (never a second opener of the directory; see pglite-pg-pool.ts).
  */
 export function openJobQueuePool(config: Config, database: Database, max: number): pg.Pool {
-  if (database.pglite) return new PglitePgPool(database.pglite, { max }).asPgPool();
-  if (config.database.kind === 'postgres') return new pg.Pool({ connectionString: config.database.url, max });
+  if (database.pglite) return silentOnceEnded(new PglitePgPool(database.pglite, { max }).asPgPool());
+  if (config.database.kind === 'postgres') return silentOnceEnded(new pg.Pool({ connectionString: config.database.url, max }));
   throw new Error('database and config disagree on the database kind');
+}
+
+/**
+ * A pool that, once ended, answers no connection at all rather than refusing one.
+ *
+ * graphile-worker records a job's completion without awaiting it, retrying while the database
+ * is away (retry-connection-errors.ts). A node shut down during such a wait ends this pool
+ * under the retry, whose next try failed with "Cannot use a pool after calling end on the pool"
+ * as an unhandled rejection (seen in postgres-restart.test.ts). The try now waits for good and
+ * holds no timer: the process exits, and the job, still locked by a worker that is gone, is
+ * released by the liveness sweep and runs again (every task is safe to run twice).
+ */
+function silentOnceEnded(pool: pg.Pool): pg.Pool {
+  let ended = false;
+  const connect = pool.connect.bind(pool) as (callback?: (...args: unknown[]) => void) => Promise<pg.PoolClient> | undefined;
+  const end = pool.end.bind(pool);
+  Object.assign(pool, {
+    connect(callback?: (...args: unknown[]) => void) {
+      if (ended) return callback ? undefined : new Promise<never>(() => {});
+      return connect(callback);
+    },
+    end() {
+      ended = true;
+      return end();
+    },
+  });
+  return pool;
 }
 
 /**
