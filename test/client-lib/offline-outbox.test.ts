@@ -71,28 +71,35 @@ test('reads are local and instant offline; offline writes show at once and reach
   }
 });
 
-test('at most 100 mutations are in flight unanswered; the rest follow as acks come', async () => {
-  freshPeerState();
-  peer.onMutation = () => 'hold';
-  const client = await signedInClient(peer.url);
-  try {
-    const before = peer.frames.length;
-    for (let i = 0; i < 130; i++) await client.patients.create({ first_name: 'P', last_name: `N${i}` });
-    await eventually(() => assert.equal(peer.frames.length - before, 100), { timeoutMs: 20_000 });
-    // Nothing more may come before an answer (this can only pass wrongly, never fail wrongly).
-    await new Promise((r) => setTimeout(r, 200));
-    assert.equal(peer.frames.length - before, 100);
-    peer.onMutation = () => ({ ack: null });
-    peer.release();
-    await client.sync.whenSynced({ timeoutMs: 20_000 });
-    const sent = peer.frames.slice(before).map((m) => m.mutation_id);
-    assert.equal(sent.length, 130);
-    assert.deepEqual(sent, [...sent].sort((a, b) => a - b));
-    assert.equal((await client.patients.list()).length >= 130, true);
-  } finally {
-    await client.close();
-  }
-});
+// As many as the socket's welcome allows (protocol 3's max_in_flight), 100 where it names none.
+for (const window of [null, 250] as const) {
+  const limit = window ?? 100;
+  test(`at most ${limit} mutations are in flight unanswered${window === null ? ' (a welcome without max_in_flight)' : ' (welcome.max_in_flight)'}; the rest follow as acks come`, async () => {
+    freshPeerState();
+    peer.maxInFlight = window;
+    peer.onMutation = () => 'hold';
+    const client = await signedInClient(peer.url);
+    try {
+      const before = peer.frames.length;
+      const total = limit + 30;
+      for (let i = 0; i < total; i++) await client.patients.create({ first_name: 'P', last_name: `N${i}` });
+      await eventually(() => assert.equal(peer.frames.length - before, limit), { timeoutMs: 20_000 });
+      // Nothing more may come before an answer (this can only pass wrongly, never fail wrongly).
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(peer.frames.length - before, limit);
+      peer.onMutation = () => ({ ack: null });
+      peer.release();
+      await client.sync.whenSynced({ timeoutMs: 20_000 });
+      const sent = peer.frames.slice(before).map((m) => m.mutation_id);
+      assert.equal(sent.length, total);
+      assert.deepEqual(sent, [...sent].sort((a, b) => a - b));
+      assert.equal((await client.patients.list()).length >= total, true);
+    } finally {
+      peer.maxInFlight = null;
+      await client.close();
+    }
+  });
+}
 
 test('a restart mid-upload resumes from the stored outbox: entries whose answers were lost are sent again and not re-applied, ids keep increasing', async () => {
   freshPeerState();

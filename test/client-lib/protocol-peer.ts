@@ -46,6 +46,8 @@ export class ProtocolPeer {
   private readonly rows = new Map<string, Change>();
   private version = 0;
   window = { from: '2000-01-01', to: '2100-01-01' };
+  /** `welcome.max_in_flight`, sent (with protocol 3) when set. */
+  maxInFlight: number | null = null;
   tokenExpiresAt = () => new Date(Date.now() + 3600_000).toISOString();
   userId = '0b7e7f2e-5a49-4c0e-9a51-2f6f0d1f6a11';
   /** Decides each new mutation; default: acknowledge. */
@@ -154,12 +156,13 @@ export class ProtocolPeer {
         this.sockets.push(socket);
         socket.send({
           type: 'welcome',
-          protocol: 1,
+          protocol: this.maxInFlight === null ? 1 : 3,
           user_id: this.userId,
           server_time: new Date().toISOString(),
           last_mutation_id: this.lastMutationId.get(m.client_id) ?? 0,
           token_expires_at: this.tokenExpiresAt(),
           window: this.window,
+          ...(this.maxInFlight === null ? {} : { max_in_flight: this.maxInFlight }),
         });
         const since = m.cursor ? Number(m.cursor.split('.')[1]) : null;
         if (since === null) socket.send({ type: 'reset', reason: 'first_sync' });

@@ -7,15 +7,19 @@
 import { PROTOCOL_VERSION } from '@fieldchart/schema/sync';
 import type { RestClient } from '../rest/index.ts';
 import type { Connection } from './connection.ts';
-import type { Carrier } from './uploader.ts';
+import { DEFAULT_WINDOW, type Carrier } from './uploader.ts';
 
 /** Bytes of mutations per `POST /sync/mutations` (the route takes up to MAX_MUTATION_BYTES + 1 MiB). */
 const HTTP_BATCH_BYTES = 1024 * 1024;
 
-/** Mutation frames on a welcomed socket; `settleAfter` is the feed's rule for this socket. */
-export function socketCarrier(conn: Connection, settleAfter: (duplicate: boolean) => number | null): Carrier {
+/**
+ * Mutation frames on a welcomed socket; `settleAfter` is the feed's rule for this socket, and
+ * `window` the unanswered mutations its `welcome` allows (protocol 3's `max_in_flight`).
+ */
+export function socketCarrier(conn: Connection, settleAfter: (duplicate: boolean) => number | null, window = DEFAULT_WINDOW): Carrier {
   return {
     batchBytes: Number.POSITIVE_INFINITY,
+    window,
     send(batch) {
       let sent = 0;
       for (const m of batch) {
@@ -36,6 +40,7 @@ export function socketCarrier(conn: Connection, settleAfter: (duplicate: boolean
 export function httpCarrier(rest: RestClient, clientId: () => Promise<string>, onRefused: (err: unknown) => void = () => {}): Carrier {
   return {
     batchBytes: HTTP_BATCH_BYTES,
+    window: DEFAULT_WINDOW,
     async send(batch) {
       try {
         const { results } = await rest.sync.applyMutations({ client_id: await clientId(), protocol: PROTOCOL_VERSION, mutations: batch.map((m) => ({ ...m })) });

@@ -497,7 +497,7 @@ export class SyncEngine {
     this.keepTokenFresh(m.token_expires_at);
     this.state.patch({ connected: true, halted: null, pending: await pendingCount(db), downloading: true, current: false });
     this.events.emit('change', { reason: 'feed' });
-    const carrier = socketCarrier(conn, (duplicate) => this.feed.settleAfter(duplicate));
+    const carrier = socketCarrier(conn, (duplicate) => this.feed.settleAfter(duplicate), m.max_in_flight);
     this.welcomed = carrier;
     this.uploader.attach(carrier, m.last_mutation_id, { rekey: this.superseded });
     this.superseded = false;

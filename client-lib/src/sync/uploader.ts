@@ -3,7 +3,8 @@
  * `POST /sync/mutations` while websockets cannot be opened (carriers.ts) — and is the one
  * place that acts on the server's answers: `ack`, `reject`, `failed`, `retry` and `conflict`.
  *
- * - At most MAX_IN_FLIGHT entries are unanswered; a `retry` rewinds to the retried entry and
+ * - At most the carrier's window of entries is unanswered (the socket's `welcome.max_in_flight`,
+ *   else DEFAULT_WINDOW); a `retry` rewinds to the retried entry and
  *   pauses (backoff with jitter, at least the server's hint); a transport failure likewise.
  * - After `welcome`, entries the server may already have processed (ids up to its
  *   `last_mutation_id`) are sent first and answered before anything newer goes: were another
@@ -33,8 +34,11 @@ import type { Emitter } from './emitter.ts';
 import type { SyncEvents } from './events.ts';
 import type { StatusStore } from './status.ts';
 
-/** Mutations sent and not yet answered, at most (the protocol's limit per socket). */
-export const MAX_IN_FLIGHT = 100;
+/**
+ * Mutations sent and not yet answered, at most, where the server names no window: protocols 1
+ * and 2, and `POST /sync/mutations` (100 per request).
+ */
+export const DEFAULT_WINDOW = 100;
 
 /** The server's answer to one mutation, on either carrier. */
 export type Answer = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' | 'failed' | 'conflict' }>;
@@ -50,6 +54,8 @@ export interface OutgoingMutation {
 export interface Carrier {
   /** Bytes of arguments one `send` may carry (a request body limit); the socket has none. */
   readonly batchBytes: number;
+  /** Mutations that may be unanswered at once on this carrier. */
+  readonly window: number;
   /**
    * Sends in order. Answers how many went out, and the answers that came back with them (the
    * socket's come later, through {@link Uploader.answer}). Throws when the transport failed:
@@ -125,7 +131,7 @@ export class Uploader {
     return this.carrier === carrier;
   }
 
-  /** Sends pending entries in order, up to MAX_IN_FLIGHT unanswered. One runner at a time. */
+  /** Sends pending entries in order, up to the carrier's window unanswered. One runner at a time. */
   async pump(): Promise<void> {
     if (this.pumping) {
       this.pumpAgain = true;
@@ -208,7 +214,7 @@ export class Uploader {
   private async pumpOnce(): Promise<void> {
     const carrier = this.carrier;
     if (!carrier || this.conflicted.size > 0 || Date.now() < this.pausedUntil) return;
-    const room = MAX_IN_FLIGHT - this.inflight.size;
+    const room = carrier.window - this.inflight.size;
     if (room <= 0) return;
     if (this.rekeyWhenProbed && this.probeThrough === 0 && this.inflight.size === 0) return this.rekey('superseded');
     let entries = await pendingEntries(this.opts.db, this.lastSentId, room);

@@ -3,7 +3,7 @@ import * as z from 'zod';
 /** The messages of the sync channel (docs/sync-protocol.md). JSON text frames, one per frame. */
 
 /** The version this package's client speaks (docs/sync-protocol.md, Versioning). */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 /**
  * Every version a server speaks: apps in the field still say 1. Version 2 adds
  * `synced.acked_through` and the `conflict` answer to a mutation (a cloned install); version 3
