@@ -15,7 +15,7 @@ import { after, before, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { chromium, type Browser } from 'playwright-core';
 import { buildFieldApp } from '../../scripts/build-app.ts';
-import { forEachBackend } from '../helpers/backends.ts';
+import { onEmbeddedBackend } from '../helpers/backends.ts';
 import { browserMissing, CHROMIUM, CHROMIUM_ARGS } from '../helpers/browser-page.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
@@ -49,7 +49,7 @@ after(async () => {
   if (appDir) fs.rmSync(appDir, { recursive: true, force: true });
 });
 
-forEachBackend('the field app: dictation and the AI suggestion', (backend) => {
+onEmbeddedBackend('the field app: dictation and the AI suggestion', (backend) => {
   let server: TestServer;
   let stt: SttStandIn;
   before(async () => {

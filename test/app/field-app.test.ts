@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { buildFieldApp } from '../../scripts/build-app.ts';
-import { forEachBackend } from '../helpers/backends.ts';
+import { onEmbeddedBackend } from '../helpers/backends.ts';
 import { browserMissing, launchPersistent } from '../helpers/browser-page.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
@@ -55,7 +55,7 @@ async function listReceipt(page: Page, visitId: string): Promise<string | null> 
   return page.locator(`[data-visit="${visitId}"] [data-receipt]`).getAttribute('data-receipt', { timeout: 1_000 }).catch(() => null);
 }
 
-forEachBackend('the field app at /app in Chromium', (backend) => {
+onEmbeddedBackend('the field app at /app in Chromium', (backend) => {
   let server: TestServer;
   before(async () => {
     if (missing) return;

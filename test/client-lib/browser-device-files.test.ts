@@ -14,7 +14,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { forEachBackend } from '../helpers/backends.ts';
+import { onEmbeddedBackend } from '../helpers/backends.ts';
 import { browserMissing, call, launchPersistent, openShell, startPageServer, type PageServer } from '../helpers/browser-page.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
@@ -33,7 +33,7 @@ if (missing) console.log(`# browser tests skipped: ${missing}`);
 
 const TEST = { skip: missing ?? false, timeout: 300_000 };
 
-forEachBackend('PHI in Chromium’s files', (backend) => {
+onEmbeddedBackend('PHI in Chromium’s files', (backend) => {
   let pages: PageServer;
   let server: TestServer;
   before(async () => {

@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { forEachBackend } from '../helpers/backends.ts';
+import { onEmbeddedBackend } from '../helpers/backends.ts';
 import { browserMissing, call, launchPersistent, openShell, startPageServer, type PageServer } from '../helpers/browser-page.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { createPatient, scheduleVisit, utcClinician } from '../server/visits/visit-fixtures.ts';
@@ -38,7 +38,7 @@ const TYPED = {
  */
 const PAUSE_MS = 1_500;
 
-forEachBackend('draft keystrokes in Chromium', (backend) => {
+onEmbeddedBackend('draft keystrokes in Chromium', (backend) => {
   let pages: PageServer;
   let server: TestServer;
   before(async () => {

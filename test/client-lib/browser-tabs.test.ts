@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { forEachBackend } from '../helpers/backends.ts';
+import { onEmbeddedBackend } from '../helpers/backends.ts';
 import { browserMissing, call, launchChromium, openShell, startPageServer, type PageServer } from '../helpers/browser-page.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
@@ -36,7 +36,7 @@ function watchSockets(page: Page): { opened(): number; open(): number } {
   return { opened: () => sockets.length, open: () => sockets.filter((s) => !s.closed).length };
 }
 
-forEachBackend('two tabs of the client library in Chromium', (backend) => {
+onEmbeddedBackend('two tabs of the client library in Chromium', (backend) => {
   let pages: PageServer;
   let server: TestServer;
   let browser: Browser;

@@ -176,3 +176,13 @@ export function forEachBackend(title: string, fn: (backend: TestBackend) => void
     describe(`${title} [${backend.name}]`, () => fn(backend));
   }
 }
+
+/**
+ * Declares a suite on the embedded backend only, for suites whose subject is not the server's
+ * database: the client and the field app in Chromium. The server paths they use run on
+ * PostgreSQL in the Node client suites (and `the client library in Chromium` runs on both);
+ * run twice, the browser suites cost CI about 80 s of a two-core machine that has none idle.
+ */
+export function onEmbeddedBackend(title: string, fn: (backend: TestBackend) => void): void {
+  describe(`${title} [${pgliteBackend.name}]`, () => fn(pgliteBackend));
+}
