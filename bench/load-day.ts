@@ -10,8 +10,9 @@
  *
  * The server is a spawned process (`npm start`'s entry) on PGlite in a temp data dir, or with
  * BENCH_DATABASE_URL on a fresh PostgreSQL database made for the run (and dropped after).
- * Prints per-endpoint counts, error rate, p50/p99, the sync figures, the server's RSS sampled
- * every RSS_EVERY_SECONDS (default 10) and whether it stayed flat, then one JSON line.
+ * Prints per-endpoint counts, error rate, p50/p99, the sync figures, the RSS of the server (and
+ * the worker) sampled every RSS_EVERY_SECONDS (default 5) and whether each process life stayed
+ * flat (a killed and restarted process is a new life, judged on its own), then one JSON line.
  *
  * The day enqueues jobs: a dictation (POST /ai/process-audio, a short WAV; STT is a local
  * stand-in that answers after STT_MS, default 2000) at the documentation step of every
@@ -44,12 +45,15 @@ import { keyedWrite, type Attempt } from './support/keyed-write.ts';
 import { LoadDevice, timerKey } from './support/load-device.ts';
 import { LoadNode, type NodeKind } from './support/load-nodes.ts';
 import { percentile, setting } from './support/measure.ts';
+import { judgeRss, type RssLife, type RssSample } from './support/rss-lives.ts';
 import { checkLedger, describeCheck, WriteLedger, type LedgerCheck } from './support/write-ledger.ts';
 
 const CLINICIANS = setting('CLINICIANS', 200, 1, 5000);
 const LOAD_SECONDS = setting('LOAD_SECONDS', 180, 5, 3600);
 const THINK_MS = setting('THINK_MS', 2000, 0, 60_000);
-const RSS_EVERY_SECONDS = setting('RSS_EVERY_SECONDS', 10, 1, 600);
+const RSS_EVERY_SECONDS = setting('RSS_EVERY_SECONDS', 5, 1, 600);
+// A process life shorter than this (a restart near the end) has no middle to compare with.
+const RSS_MIN_LIFE_SECONDS = setting('RSS_MIN_LIFE_SECONDS', 45, 10, 3600);
 /** Set-up requests (registering the clinicians, their patients and visits) in flight at once. */
 const SETUP_CONCURRENCY = setting('SETUP_CONCURRENCY', 8, 1, 200);
 const DICTATE_EVERY = setting('DICTATE_EVERY', 2, 0, 1000);
@@ -277,18 +281,26 @@ await inPool(clinicians, SETUP_CONCURRENCY, async (c, i) => {
 const setupSeconds = (performance.now() - setupStarted) / 1000;
 process.stderr.write(`set-up: ${CLINICIANS} clinicians, ${CLINICIANS * 2} patients, ${CLINICIANS * 3} visits in ${setupSeconds.toFixed(1)} s\n`);
 
-// ---- RSS of the server process ---------------------------------------------------------------
+// ---- RSS of the processes -----------------------------------------------------------------------
 
-function rssMiB(): number {
-  // After a kill -9 the restarted process is read (its pid is another); between the two, nothing.
+// Each sample names its pid: after a kill -9 the restarted process is another life, judged apart.
+function rssOf(node: LoadNode): RssSample | null {
+  const pid = node.process.pid;
   try {
-    const status = fs.readFileSync(`/proc/${server.process.pid}/status`, 'utf8');
-    return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) / 1024;
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const mib = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) / 1024;
+    return { node: node.kind, pid, atSeconds: Math.round((performance.now() - loadStarted) / 1000), mib };
   } catch {
-    return Number.NaN;
+    return null; // between a kill and the restart there is nothing to read
   }
 }
-const rss: Array<{ atSeconds: number; mib: number }> = [];
+const rss: RssSample[] = [];
+function sampleRss(): void {
+  for (const node of [server, worker]) {
+    const s = node ? rssOf(node) : null;
+    if (s) rss.push(s);
+  }
+}
 
 // ---- the day -----------------------------------------------------------------------------------
 
@@ -508,15 +520,15 @@ async function fault(kind: NodeKind, at: number): Promise<void> {
 measuring = true;
 const loadStarted = performance.now();
 const deadline = loadStarted + LOAD_SECONDS * 1000;
-rss.push({ atSeconds: 0, mib: rssMiB() });
-const sampler = setInterval(() => rss.push({ atSeconds: Math.round((performance.now() - loadStarted) / 1000), mib: rssMiB() }), RSS_EVERY_SECONDS * 1000);
+sampleRss();
+const sampler = setInterval(sampleRss, RSS_EVERY_SECONDS * 1000);
 // The faults at evenly spaced points of the load (one: the middle; two: a third and two thirds).
 const faultRuns = FAULTS.map((kind, i) => fault(kind, loadStarted + ((i + 1) / (FAULTS.length + 1)) * LOAD_SECONDS * 1000));
 // The clinicians start over the first few seconds, as a shift does, not in one instant.
 const days = clinicians.map((c, i) => new Promise((r) => setTimeout(r, (i / CLINICIANS) * Math.min(10_000, LOAD_SECONDS * 200))).then(() => day(c, deadline)));
 const outcomes = await Promise.allSettled(days);
 clearInterval(sampler);
-rss.push({ atSeconds: Math.round((performance.now() - loadStarted) / 1000), mib: rssMiB() });
+sampleRss();
 measuring = false;
 const loadSeconds = (performance.now() - loadStarted) / 1000;
 const faultOutcomes = await Promise.allSettled(faultRuns);
@@ -598,23 +610,19 @@ const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => (b[i] ??
 const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
 console.log([line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n'));
 
-// Flat: after the first third (warm-up: caches, JIT, pools), the last third's median RSS is
-// within 10 % of the middle third's.
-const third = (k: number) => {
-  const xs = rss.filter((s) => s.atSeconds >= (k * loadSeconds) / 3 && s.atSeconds <= ((k + 1) * loadSeconds) / 3).map((s) => s.mib);
-  return percentile(sorted(xs), 50);
-};
-const rssGrowth = third(2) / third(1) - 1;
-// A killed and restarted server starts its memory over: its thirds do not compare.
-const rssFlat = FAULTS.includes('server') ? null : Number.isFinite(rssGrowth) && Math.abs(rssGrowth) <= 0.1;
+// Flat, per process life: its last third's median RSS within 10 % of its middle third's.
+const memory = judgeRss(rss, { minSeconds: RSS_MIN_LIFE_SECONDS });
+const lifeLine = (l: RssLife) =>
+  `${l.node} pid ${l.pid}, ${l.fromSeconds}–${l.toSeconds} s: ${fmt(l.middleMiB, 0)} → ${fmt(l.lastMiB, 0)} MiB` +
+  (l.flat === null ? ` (not judged: under ${RSS_MIN_LIFE_SECONDS} s)` : ` (${fmt(100 * l.growth)} %, ${l.flat ? 'flat' : 'NOT flat'})`);
 const deliverySorted = sorted(sync.deliveryMs);
 const initialSorted = sorted(sync.initialMs);
 console.log(
   `\n${CLINICIANS} clinicians, ${fmt(loadSeconds, 0)} s, think ${THINK_MS} ms: ${total} requests (${fmt(total / loadSeconds)} req/s), error rate ${fmt((100 * errors) / Math.max(1, total), 3)} %` +
     `\nsync: ${sync.connected} sockets synced (${sync.initialFailed} first syncs unfinished at the end), initial sync p50 ${fmt(percentile(initialSorted, 50))} / p99 ${fmt(percentile(initialSorted, 99))} ms; ${sync.changes} changes in ${sync.frames} frames;` +
     ` timer event REST → socket p50 ${fmt(percentile(deliverySorted, 50))} / p99 ${fmt(percentile(deliverySorted, 99))} ms (${sync.deliveryMs.length} timed, ${sync.undelivered} not seen before the next); ${sync.closedEarly} sockets not connected at the end, ${sync.reconnects} reconnections` +
-    `\nserver RSS MiB: ${rss.map((s) => `${s.atSeconds}s ${fmt(s.mib, 0)}`).join(', ')}` +
-    `\nRSS middle third → last third: ${fmt(third(1), 0)} → ${fmt(third(2), 0)} MiB (${fmt(100 * rssGrowth)} %): ${rssFlat === null ? 'not comparable (the server was restarted)' : rssFlat ? 'flat' : 'NOT flat'}` +
+    `\nRSS MiB: ${rss.map((s) => `${s.node} ${s.atSeconds}s ${fmt(s.mib, 0)}`).join(', ')}` +
+    `\nRSS per process life, middle third → last third: ${memory.lives.map(lifeLine).join('; ')}: ${memory.flat === null ? 'no life long enough to judge' : memory.flat ? 'flat' : 'NOT flat'}` +
     `\nload average before: ${uptimeBefore}; after: ${os.loadavg().map((n) => n.toFixed(2)).join(', ')}` +
     (failedDays.length ? `\nclinician loops that failed: ${failedDays.length} (${failedDays[0]})` : '') +
     (serverAlive ? '' : '\nTHE SERVER EXITED DURING THE RUN'),
@@ -694,9 +702,11 @@ console.log(
       closedEarly: sync.closedEarly,
       reconnects: sync.reconnects,
     },
-    rssMiB: rss.map((s) => ({ atSeconds: s.atSeconds, mib: Number(s.mib.toFixed(1)) })),
-    rssGrowthLastThird: Number(rssGrowth.toFixed(4)),
-    rssFlat,
+    rssMiB: rss.map((s) => ({ node: s.node, pid: s.pid, atSeconds: s.atSeconds, mib: Number(s.mib.toFixed(1)) })),
+    rssLives: memory.lives.map((l) => ({ ...l, growth: Number.isFinite(l.growth) ? Number(l.growth.toFixed(4)) : null })),
+    // The largest growth of a judged life (the one a leak would show in).
+    rssGrowthLastThird: Number(Math.max(...memory.lives.filter((l) => l.flat !== null).map((l) => l.growth)).toFixed(4)),
+    rssFlat: memory.flat,
     faults: faultWindows,
     errorRateBeforeFaults: FAULTS.length > 0 ? Number(baseline.errorRate.toFixed(5)) : undefined,
     reconcile,

@@ -129,7 +129,7 @@ export function figuresOf(result: Json): Figure[] {
       return [
         row(`${fmt(num(result.clinicians), 0)} clinicians' day: req/s, errors, p50 / p99`, `${fmt(num(result.reqPerSec))} req/s, ${fmt(num(result.errorRate) * 100, 2)} % errors, ${ms(num(result.p50Ms))} / ${ms(num(result.p99Ms))}`, 'none (capacity of one node)', '—'),
         row('timer event REST write → device p50 / p99', `${ms(num(sync.timerDeliveryP50Ms))} / ${ms(num(sync.timerDeliveryP99Ms))}`, 'none (under the load above)', '—'),
-        row('server RSS, last third vs middle third', `${fmt(num(result.rssGrowthLastThird) * 100, 1)} % growth`, 'the same run’s middle third', result.rssFlat === true ? 'flat' : 'growing'),
+        row('RSS of each process life (server, worker; a restart is a new life), last third vs middle third: the largest growth', `${fmt(num(result.rssGrowthLastThird) * 100, 1)} % growth`, 'the same life’s middle third', result.rssFlat === true ? 'flat' : result.rssFlat === false ? 'growing' : 'not judged'),
       ];
     }
     case 'device-cache':
