@@ -2,7 +2,9 @@
  * Memory over a load run, judged per process life. A `kill -9` and restart starts a process's
  * memory over, so a run's thirds only compare within one pid: each life long enough to have a
  * warm-up, a middle and an end is judged on its own, its last third's median RSS against its
- * middle third's (the first third is caches, JIT and pools filling).
+ * middle third's (the first third is caches, JIT and pools filling). What is judged is growth, a
+ * leak's sign: a life whose memory falls back after a burst (a restarted server taking 200
+ * devices' reconnections at once) is flat.
  */
 
 export interface RssSample {
@@ -68,7 +70,7 @@ export function judgeRss(samples: readonly RssSample[], options: { minSeconds?: 
       middleMiB: median(middle),
       lastMiB: median(last),
       growth,
-      flat: judged ? Math.abs(growth) <= tolerance : null,
+      flat: judged ? growth <= tolerance : null,
     };
   });
   const judged = lives.filter((l) => l.flat !== null);

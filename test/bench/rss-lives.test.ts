@@ -12,16 +12,27 @@ const life = (node: string, pid: number, from: number, to: number, mib: (t: numb
   return xs;
 };
 
-test('a kill and restart is a new life: a lower restarted RSS is not read as a shrink, nor a warm-up as a leak', () => {
-  // Killed at 120 s with 600 MiB; the new process warms up from 250 to 300 MiB, then holds.
-  const samples = [...life('server', 10, 0, 120, () => 600), ...life('server', 11, 125, 195, (t) => (t < 140 ? 250 + (t - 125) * 3 : 300))];
+test('a kill and restart is a new life: a restarted process that settles higher is not read as a leak', () => {
+  // Killed at 120 s with 300 MiB; the new process takes every device's reconnection at once,
+  // warms up from 250 to 600 MiB, then holds.
+  const samples = [...life('server', 10, 0, 120, () => 300), ...life('server', 11, 125, 195, (t) => (t < 140 ? 250 + (t - 125) * 23 : 600))];
   const judged = judgeRss(samples, { minSeconds: 45 });
   assert.equal(judged.lives.length, 2);
   assert.deepEqual(judged.lives.map((l) => [l.pid, l.flat]), [[10, true], [11, true]]);
   assert.equal(judged.flat, true);
-  // Read as one series (what a run judged by its thirds alone did), the restart looks like a drop.
+  // Read as one series (what a run judged by its thirds alone did), the restart looks like growth.
   const asOne = judgeRss(samples.map((s) => ({ ...s, pid: 1 })));
   assert.equal(asOne.flat, false);
+});
+
+test('memory that falls back after a burst is flat; growth past the tolerance is not', () => {
+  // A restarted server's reconnection burst (seen: 173 → 429 MiB, then 311 MiB to the end).
+  const burst = life('server', 12, 65, 195, (t) => (t < 120 ? 173 + (t - 65) * 4.6 : t < 135 ? 429 : 311));
+  const judged = judgeRss(burst, { minSeconds: 45 });
+  assert.ok((judged.lives[0]?.growth ?? 0) < -0.1);
+  assert.equal(judged.flat, true);
+  assert.equal(judgeRss(life('server', 13, 0, 180, (t) => 300 + t * 1.5)).flat, false, '1.5 MiB/s: +23 % from the middle third to the last');
+  assert.equal(judgeRss(life('server', 14, 0, 180, (t) => 300 + t * 0.1)).flat, true, '0.1 MiB/s: +2 %');
 });
 
 test('a restarted process that grows is NOT flat, even when the first life was', () => {
