@@ -64,11 +64,26 @@ const deviceRevoked = () => new Unauthorized('This device was revoked', DEVICE_R
  */
 export const ACCOUNT_DISABLED = 'account_disabled';
 const accountDisabled = () => new Unauthorized('This account is disabled', ACCOUNT_DISABLED);
-const endedByDisabling = (revokedAt: unknown, reason: string | null, disabledAt: unknown): boolean =>
-  Boolean(revokedAt) && reason === ACCOUNT_DISABLED && Boolean(disabledAt);
 
 /** A session as the sync channel sees it: `device_revoked` when it ended with its device's revocation. */
 export type SessionState = 'live' | 'revoked' | 'device_revoked' | 'disabled';
+type Ended = Exclude<SessionState, 'live'>;
+
+/**
+ * How a session that no longer stands ended, or null while it stands: the one rule behind the
+ * sync channel's close codes and the refusals of a token and a refresh token. A session ended by
+ * disabling its account is told as `disabled` only while the account stays disabled; enabled
+ * again, its tokens are plain unknown ones.
+ */
+function endOf(row: { revokedAt: unknown; revokedReason: string | null; disabledAt: unknown } | undefined): Ended | null {
+  if (!row) return 'revoked';
+  if (!row.revokedAt) return null;
+  if (row.revokedReason === DEVICE_REVOKED) return 'device_revoked';
+  if (row.revokedReason === ACCOUNT_DISABLED && row.disabledAt) return 'disabled';
+  return 'revoked';
+}
+const refusalOf = (end: Ended, invalid: string): Unauthorized =>
+  end === 'device_revoked' ? deviceRevoked() : end === 'disabled' ? accountDisabled() : new Unauthorized(invalid, 'invalid_token');
 
 export function createSessions(deps: { db: Db; clock: Clock; accessTokens: AccessTokens; refreshTtlSeconds: number }) {
   const { clock, accessTokens } = deps;
@@ -120,9 +135,8 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
       // The claims are verified; an id that is not a uuid names no session (and is not worth a lookup).
       if (!isUuid(claims.sessionId) || !isUuid(claims.userId)) throw new Unauthorized('Invalid or expired token', 'invalid_token');
       const [row] = await checkSession(claims.sessionId, claims.userId, extra);
-      if (row?.revoked_at && row.revoked_reason === DEVICE_REVOKED) throw deviceRevoked();
-      if (row && endedByDisabling(row.revoked_at, row.revoked_reason, row.disabled_at)) throw accountDisabled();
-      if (!row || row.revoked_at) throw new Unauthorized('Invalid or expired token', 'invalid_token');
+      const end = endOf(row && { revokedAt: row.revoked_at, revokedReason: row.revoked_reason, disabledAt: row.disabled_at });
+      if (end || !row) throw refusalOf(end ?? 'revoked', 'Invalid or expired token');
       if (row.disabled_at) throw accountDisabled();
       const seat = row.organization_id ? { organizationId: row.organization_id, role: row.role === 'admin' ? ('admin' as const) : ('member' as const) } : null;
       return { userId: claims.userId, sessionId: claims.sessionId, seat, timeZone: row.time_zone ?? DEFAULT_TIME_ZONE, extra: row.extra ?? null };
@@ -135,10 +149,7 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
         .from(sessions)
         .innerJoin(users, eq(users.id, sessions.userId))
         .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId)));
-      if (row?.revokedAt && row.revokedReason === DEVICE_REVOKED) return 'device_revoked';
-      if (row && endedByDisabling(row.revokedAt, row.revokedReason, row.disabledAt)) return 'disabled';
-      if (!row || row.revokedAt) return 'revoked';
-      return row.disabledAt ? 'disabled' : 'live';
+      return endOf(row) ?? (row?.disabledAt ? 'disabled' : 'live');
     },
 
     /**
@@ -167,9 +178,8 @@ export function createSessions(deps: { db: Db; clock: Clock; accessTokens: Acces
           .innerJoin(users, eq(users.id, sessions.userId))
           .where(eq(refreshTokens.tokenHash, hash))
           .for('update', { of: refreshTokens });
-        if (row?.revokedAt && row.revokedReason === DEVICE_REVOKED) throw deviceRevoked();
-        if (row && endedByDisabling(row.revokedAt, row.revokedReason, row.disabledAt)) throw accountDisabled();
-        if (!row || row.revokedAt) throw new Unauthorized('Invalid refresh token', 'invalid_token');
+        const end = endOf(row);
+        if (end || !row) throw refusalOf(end ?? 'revoked', 'Invalid refresh token');
         if (row.retiredAt) {
           await tx
             .update(sessions)
