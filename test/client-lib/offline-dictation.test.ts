@@ -9,7 +9,6 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { OutboxNotEmptyError } from '../../client-lib/src/index.ts';
@@ -179,49 +178,27 @@ forEachBackend('dictations on the device', (backend) => {
 
   test('closing the client while an upload hangs returns at once; the recording stays and goes on at the next open', BOUND, async () => {
     const { user, visit } = await visitWithUser();
-    // Relays everything but a PATCH, which it takes and never answers: a network that stalls.
-    let stalled = 0;
-    let stall = true;
-    const held = new Set<net.Socket>();
-    const { hostname, port } = new URL(server.url);
-    const stalling = net.createServer((client) => {
-      held.add(client);
-      // Requests share kept-alive connections: each chunk is looked at, and from a PATCH on
-      // nothing more goes through.
-      let holding = false;
-      const upstream = net.connect(Number(port), hostname);
-      client.on('data', (chunk) => {
-        if (stall && !holding && chunk.subarray(0, 6).toString('latin1') === 'PATCH ') {
-          holding = true;
-          stalled++;
-        }
-        if (!holding) upstream.write(chunk);
-      });
-      client.on('error', () => upstream.destroy()).on('close', () => upstream.destroy());
-      upstream.on('error', () => client.destroy()).on('close', () => client.destroy());
-      upstream.pipe(client);
-    });
-    await new Promise<void>((r) => stalling.listen(0, '127.0.0.1', r));
+    // Everything but a PATCH goes through; a PATCH is taken and never answered.
+    const stalling = await startTcpProxy(server.url);
+    stalling.stall((chunk) => chunk.subarray(0, 6).toString('latin1') === 'PATCH ');
     const dir = tempDataDir();
-    let client = await openClient(`http://127.0.0.1:${(stalling.address() as net.AddressInfo).port}`, dir);
+    let client = await openClient(stalling.url, dir);
     try {
       await client.signIn({ email: user.email, password: user.password });
       await client.sync.whenSynced(WAIT);
       const d = await client.dictations.add(visit, new Uint8Array(recordingWith(Buffer.from('CANARY-STALL'), 300_000)));
-      await eventually(() => assert.ok(stalled > 0, 'no PATCH reached the stalling network yet'), WAIT);
+      await eventually(() => assert.ok(stalling.stalled > 0, 'no PATCH reached the stalling network yet'), WAIT);
       const closed = await Promise.race([client.close().then(() => 'closed'), new Promise((r) => setTimeout(r, 15_000, 'still closing after 15 s'))]);
       assert.equal(closed, 'closed');
 
       // The network is back (the stored upload URL names this address).
-      stall = false;
-      for (const s of held) s.destroy();
-      client = await openClient(`http://127.0.0.1:${(stalling.address() as net.AddressInfo).port}`, dir);
+      stalling.stall(null);
+      client = await openClient(stalling.url, dir);
       await client.signIn({ email: user.email, password: user.password });
       await eventually(async () => assert.equal((await client.dictations.get(d.id))?.state, 'on_server'), WAIT);
     } finally {
-      for (const s of held) s.destroy();
       await client.close();
-      await new Promise((r) => stalling.close(r));
+      await stalling.close();
     }
   });
 

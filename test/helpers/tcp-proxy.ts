@@ -16,14 +16,23 @@ export interface TcpProxy {
    */
   retarget(target: string): void;
   readonly isCut: boolean;
+  /**
+   * A network that stalls mid-request: from the first chunk a client sends that `holds` picks
+   * (e.g. a request line), that connection's bytes toward the server go nowhere and nothing
+   * answers. `null` lets new requests through again and drops the held connections.
+   */
+  stall(holds: ((chunk: Buffer) => boolean) | null): void;
+  /** Connections held by `stall` so far. */
+  readonly stalled: number;
   close(): Promise<void>;
 }
 
 /**
  * Relays bytes both ways between two sockets, untouched; either side ending or failing ends
- * both (as a network path or a balancer would), after `onEnd`.
+ * both (as a network path or a balancer would), after `onEnd`. With `pass`, each chunk toward
+ * the server goes on only if it answers true.
  */
-export function relay(client: net.Socket, upstream: net.Socket, onEnd: () => void): void {
+export function relay(client: net.Socket, upstream: net.Socket, onEnd: () => void, pass?: (chunk: Buffer) => boolean): void {
   const end = () => {
     onEnd();
     client.destroy();
@@ -31,13 +40,18 @@ export function relay(client: net.Socket, upstream: net.Socket, onEnd: () => voi
   };
   client.on('error', end).on('close', end);
   upstream.on('error', end).on('close', end);
-  client.pipe(upstream);
+  if (pass) client.on('data', (chunk: Buffer) => void (pass(chunk) && upstream.write(chunk)));
+  else client.pipe(upstream);
   upstream.pipe(client);
 }
 
 export async function startTcpProxy(target: string): Promise<TcpProxy> {
   let { hostname, port } = new URL(target);
-  const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
+  type Pair = { client: net.Socket; upstream: net.Socket };
+  const pairs = new Set<Pair>();
+  const held = new Set<Pair>();
+  let holds: ((chunk: Buffer) => boolean) | null = null;
+  let stalled = 0;
   let cut = false;
   const server = net.createServer((client) => {
     if (cut) {
@@ -47,7 +61,19 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
     const upstream = net.connect(Number(port), hostname);
     const pair = { client, upstream };
     pairs.add(pair);
-    relay(client, upstream, () => pairs.delete(pair));
+    // Requests share kept-alive connections: each chunk is looked at, and once one is held
+    // nothing more of that connection goes through.
+    const pass = (chunk: Buffer) => {
+      if (!held.has(pair) && holds?.(chunk)) {
+        held.add(pair);
+        stalled++;
+      }
+      return !held.has(pair);
+    };
+    relay(client, upstream, () => {
+      pairs.delete(pair);
+      held.delete(pair);
+    }, pass);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address() as net.AddressInfo;
@@ -70,6 +96,18 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
     },
     get isCut() {
       return cut;
+    },
+    stall(next) {
+      holds = next;
+      if (next) return;
+      for (const p of held) {
+        p.client.destroy();
+        p.upstream.destroy();
+      }
+      held.clear();
+    },
+    get stalled() {
+      return stalled;
     },
     async close() {
       cutAll();
