@@ -1,6 +1,6 @@
 /**
- * The operator CLI as operators run it: a child process (`node cli/bin/fieldchart.js`, what
- * `npx fieldchart` runs) on a real data dir, alone, next to a real server process on the same
+ * The operator CLI as operators run it: a child process (the production build under `npm test`,
+ * else `node cli/bin/fieldchart.js`, what `npx fieldchart` runs) on a real data dir, alone, next to a real server process on the same
  * embedded database (then it must go through the server's admin socket and never open the
  * directory), and on PostgreSQL when TEST_DATABASE_URL is set.
  */

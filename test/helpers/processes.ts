@@ -1,7 +1,7 @@
 /**
  * Real processes for the CLI and lifecycle suites: the server booted the way `npm start`
- * boots it (`node --import tsx server/src/main.ts`) and the CLI the way `npx fieldchart` runs
- * it (`node cli/bin/fieldchart.js`), each with an environment built from nothing but what the
+ * boots it (`node --import tsx server/src/main.ts`) and the CLI as built for production
+ * (`npm test` builds it once per run) or the way `npx fieldchart` runs it, each with an environment built from nothing but what the
  * test passes (plus PATH and HOME), so the developer's own settings never leak in.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -30,10 +30,20 @@ export interface CliRun extends Exit {
   readonly stderr: string;
 }
 
+/**
+ * The `fieldchart` a test starts: the production build `npm test` made for this run
+ * (FIELDCHART_TEST_BUILD, see test/run.ts), else the bin `npx fieldchart` runs, which loads the
+ * TypeScript sources through tsx.
+ */
+export function cliEntry(): string {
+  const built = process.env.FIELDCHART_TEST_BUILD;
+  return built ? path.join(built, 'cli/main.js') : path.join(repoRoot, 'cli/bin/fieldchart.js');
+}
+
 /** Runs `fieldchart <args>` to completion. */
 export function runCli(args: readonly string[], env: Record<string, string | undefined>, timeoutMs = 120_000): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(repoRoot, 'cli/bin/fieldchart.js'), ...args], {
+    const child = spawn(process.execPath, [cliEntry(), ...args], {
       cwd: repoRoot,
       env: childEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -96,7 +106,7 @@ export function spawnServer(
   const args = opts.entry
     ? [opts.entry]
     : opts.via === 'cli' || opts.via === 'worker'
-      ? [path.join(repoRoot, 'cli/bin/fieldchart.js'), opts.via === 'cli' ? 'serve' : 'worker']
+      ? [cliEntry(), opts.via === 'cli' ? 'serve' : 'worker']
       : ['--import', 'tsx', path.join(repoRoot, 'server/src/main.ts')];
   const [command, ...prefix] = opts.wrap && opts.wrap.length > 0 ? [...opts.wrap, process.execPath] : [process.execPath];
   const child = spawn(command as string, [...prefix, ...args], {
