@@ -1,7 +1,7 @@
 /**
  * The field app's dictation in Chromium: the microphone is Chromium's fake capture device
- * playing a WAV of spoken words (espeak-ng). The app records it as WAV while the phone is
- * offline and hands it to the client library, which keeps it encrypted in IndexedDB; the page is
+ * playing a WAV of spoken words (espeak-ng). The app records it with MediaRecorder as m4a
+ * (Chromium writes `audio/mp4` with Opus) while the phone is offline and hands it to the client library, which keeps it encrypted in IndexedDB; the page is
  * reloaded offline and the recording is still "on this phone"; back online it is uploaded
  * (tus), POST /ai/process-audio runs, and the app shows the generated note section by section;
  * accepting a section adds it to the draft, which reaches the server's copy. The speech-to-text
@@ -93,6 +93,7 @@ onEmbeddedBackend('the field app: dictation and the AI suggestion', (backend) =>
       await page.locator('#dictation-message', { hasText: /Recording… [2-9] s/ }).waitFor();
       await page.getByRole('button', { name: 'Stop recording' }).click();
       await page.locator('#dictation-state li[data-state="on_device"]', { hasText: 'On this phone' }).waitFor();
+      await page.locator('#dictation-message', { hasText: /Recorded \d+ s \(m4a, \d+ KB\)/ }).waitFor();
 
       // Reloaded while offline: the recording is still on this phone (IndexedDB, encrypted).
       await page.reload();
@@ -111,6 +112,8 @@ onEmbeddedBackend('the field app: dictation and the AI suggestion', (backend) =>
       const runs = await db.execute(sql`select id from ai_transcriptions where visit_id = ${visitId}`);
       assert.equal((Array.isArray(runs) ? runs : (runs as { rows: unknown[] }).rows).length, 1, 'one run on the server');
       assert.ok((stt.requests[0]?.file?.bytes ?? 0) > 1000, 'a real recording was sent');
+      // The server decided the type from the bytes (an ISO-BMFF ftyp box) and decoded it.
+      assert.deepEqual(await audioFormats(visitId), ['m4a']);
 
       await page.locator('[data-accept="subjective"]').click();
       await eventually(async () => assert.match(await page.getByLabel('Subjective').inputValue(), /knee pain/i), { timeoutMs: 10_000, intervalMs: 100 });
@@ -132,4 +135,41 @@ onEmbeddedBackend('the field app: dictation and the AI suggestion', (backend) =>
       await context.close();
     }
   });
+
+  test('a browser whose MediaRecorder writes no MP4 records WAV through Web Audio', TEST, async () => {
+    const day = new Date().toISOString().slice(0, 10);
+    const user = await utcClinician(server);
+    const patient = await createPatient(server, user, { referral: { discipline: 'PT' } });
+    const visitId = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: day, start_time: '10:00' });
+    const context = await browser.newContext({ viewport: { width: 412, height: 860 } });
+    try {
+      await context.grantPermissions(['microphone'], { origin: server.url });
+      // As in Firefox: MediaRecorder takes WebM and Ogg only.
+      await context.addInitScript(() => {
+        const native = MediaRecorder.isTypeSupported.bind(MediaRecorder);
+        MediaRecorder.isTypeSupported = (type: string) => !type.startsWith('audio/mp4') && native(type);
+      });
+      const page = await context.newPage();
+      page.setDefaultTimeout(90_000);
+      await page.goto(`${server.url}/app/`);
+      await page.getByLabel('Email').fill(user.email);
+      await page.getByLabel('Password').fill(user.password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.locator(`[data-visit="${visitId}"] a`).click();
+      await page.locator('main[data-rendered="visit"]').waitFor();
+      await page.getByRole('button', { name: 'Record dictation' }).click();
+      await page.locator('#dictation-message', { hasText: /Recording… [2-9] s/ }).waitFor();
+      await page.getByRole('button', { name: 'Stop recording' }).click();
+      await page.locator('#dictation-message', { hasText: /Recorded \d+ s \(wav, \d+ KB\)/ }).waitFor();
+      await page.locator('#dictation-state li[data-state="on_server"]', { hasText: 'On the server' }).waitFor();
+      assert.deepEqual(await audioFormats(visitId), ['wav']);
+    } finally {
+      await context.close();
+    }
+  });
+
+  async function audioFormats(visitId: string): Promise<string[]> {
+    const result = await server.runtime.services.unitOfWork.db.execute(sql`select format from audio_files where visit_id = ${visitId}`);
+    return (Array.isArray(result) ? result : (result as { rows: Array<{ format: string }> }).rows).map((r) => (r as { format: string }).format);
+  }
 });

@@ -10,7 +10,7 @@
 import type { AiStatus, Dictation, FieldchartClient, SoapSection } from '@fieldchart/client';
 import type * as Y from 'yjs';
 import { h, messageOf, replace } from '../dom.ts';
-import { startRecording, type Recording } from '../wav-recorder.ts';
+import { startRecording, type Recording } from '../recorder.ts';
 
 const SECTION_LABEL: Record<SoapSection, string> = { subjective: 'Subjective', objective: 'Objective', assessment: 'Assessment', plan: 'Plan' };
 const POLL_MS = 2_000;
@@ -144,9 +144,9 @@ export function dictationSection(client: FieldchartClient, uuid: string, doc: Y.
     record.setAttribute('aria-pressed', 'false');
     void r
       .stop()
-      .then(async ({ wav, seconds }) => {
-        await client.dictations.add(uuid, wav);
-        message.textContent = `Recorded ${Math.round(seconds)} s; kept on this phone until the server has it.`;
+      .then(async ({ audio, seconds }) => {
+        await client.dictations.add(uuid, audio);
+        message.textContent = `Recorded ${Math.round(seconds)} s (${r.format}, ${Math.max(1, Math.round(audio.size / 1024))} KB); kept on this phone until the server has it.`;
       })
       .catch((err: unknown) => (message.textContent = `The dictation could not be kept: ${messageOf(err)}`));
   });
