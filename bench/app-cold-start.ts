@@ -6,7 +6,13 @@
  *   static list        baseline: a static page (one small script, the app's CSS) rendering the
  *                      same number of list items from data inlined in it — no client, no PGlite;
  *                      served from memory by a plain node:http server on loopback
- *   app online         the app reloaded with the network up (shell from the service worker)
+ *   app online         the app reloaded with the network up (shell from the service worker),
+ *                      at once after the last start's list: its sync's writes have just
+ *                      deleted the kept first screen, so this is the database's list
+ *   app online, reopened after its sync settled
+ *                      the same, once the client kept its first screen again (it does so
+ *                      when its writes have been quiet for 0.4 s): an app reopened a while
+ *                      after its last sync
  *   app offline        the app reloaded offline: shell from the service worker, data from
  *                      IndexedDB (PGlite's WASM compiled and the device database opened)
  *   app relaunch       the browser closed and started again on the same profile, offline,
@@ -20,7 +26,9 @@
  *
  * Also the app's bundle size, raw and gzipped, without PGlite's WASM and data (listed apart).
  * The server runs in this process (PGlite, or PostgreSQL with BENCH_DATABASE_URL); the page
- * does the work being measured. Output: a table, then one JSON line (last on stdout).
+ * does the work being measured. Output: a table, the median time of each start's marks (the
+ * client's: database opened, unlocked, migrated, sync started; the app's lists), then one JSON
+ * line (last on stdout).
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -61,7 +69,52 @@ async function timeToList(page: Page, url: string, db = false): Promise<number |
   const marks = db ? [MARK, DB_MARK] : [MARK];
   await page.waitForFunction((ms) => ms.every((m) => performance.getEntriesByName(m).length > 0), marks, { timeout: 60_000 });
   const at = await page.evaluate((ms) => ms.map((m) => performance.getEntriesByName(m)[0]!.startTime), marks);
+  lastMarks = await page.evaluate(() =>
+    performance
+      .getEntriesByType('mark')
+      .filter((m) => m.name.startsWith('fieldchart:'))
+      .map((m) => ({ name: m.name, at: m.startTime })),
+  );
   return db ? [at[0]!, at[1]!] : at[0]!;
+}
+/** Every `fieldchart:` mark of the last start: where the start spent its time. */
+let lastMarks: Array<{ name: string; at: number }> = [];
+
+/**
+ * Resolves once the client has kept its first screen (it does so after its writes settle): the
+ * state of an app closed a while after its last sync, as a clinician reopens it.
+ */
+async function firstScreenKept(page: Page): Promise<void> {
+  const kept = () =>
+    page.evaluate(
+      () =>
+        new Promise<boolean>((resolve) => {
+          const req = indexedDB.open('fieldchart-first-screen');
+          req.onerror = () => resolve(false);
+          req.onsuccess = () => {
+            const db = req.result;
+            if (!db.objectStoreNames.contains('keys')) {
+              db.close();
+              resolve(false);
+              return;
+            }
+            const get = db.transaction('keys', 'readonly').objectStore('keys').get('idb://fieldchart-app');
+            get.onsuccess = () => {
+              db.close();
+              resolve(get.result !== undefined);
+            };
+            get.onerror = () => {
+              db.close();
+              resolve(false);
+            };
+          };
+        }),
+    );
+  const deadline = performance.now() + 60_000;
+  while (!(await kept())) {
+    if (performance.now() > deadline) throw new Error('the client kept no first screen within 60 s');
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 async function listed(page: Page): Promise<number> {
@@ -103,6 +156,7 @@ try {
   const baselineUrl = `http://127.0.0.1:${(baseline.address() as AddressInfo).port}/`;
 
   const results: Array<{ what: string; runs: number[] }> = [];
+  const stages = new Map<string, Map<string, number[]>>();
   const measure = async (what: string, once: () => Promise<number | [number, number]>) => {
     const runs: number[] = [];
     const dbRuns: number[] = [];
@@ -112,6 +166,9 @@ try {
       const r = await once();
       runs.push(typeof r === 'number' ? r : r[0]);
       if (typeof r !== 'number') dbRuns.push(r[1]);
+      const byMark = stages.get(what) ?? new Map<string, number[]>();
+      for (const m of lastMarks) byMark.set(m.name, [...(byMark.get(m.name) ?? []), m.at]);
+      stages.set(what, byMark);
     }
     results.push({ what, runs });
     if (dbRuns.length > 0) results.push({ what: `${what}, list from the database`, runs: dbRuns });
@@ -119,6 +176,12 @@ try {
 
   await measure('static list', () => timeToList(page, baselineUrl));
   await measure('app online', async () => {
+    const ms = await timeToList(page, appUrl, true);
+    if ((await listed(page)) !== today) throw new Error('the app listed another number of visits');
+    return ms;
+  });
+  await measure('app online, reopened after its sync settled', async () => {
+    await firstScreenKept(page);
     const ms = await timeToList(page, appUrl, true);
     if ((await listed(page)) !== today) throw new Error('the app listed another number of visits');
     return ms;
@@ -146,6 +209,12 @@ try {
       results.map((r) => [r.what, String(today), fmt(median(r.runs)), fmt(Math.min(...r.runs)), fmt(Math.max(...r.runs)), ratio(median(r.runs), base)]),
     ),
   );
+  // Where each start went: the median time of each mark, in the order they came.
+  for (const [what, byMark] of stages) {
+    if (byMark.size === 0) continue;
+    const ordered = [...byMark].map(([name, ats]) => [name, median(ats)] as const).sort((a, b) => a[1] - b[1]);
+    console.log(`${what}: ${ordered.map(([name, at]) => `${name.replace('fieldchart:', '')} ${fmt(at)}`).join(', ')} ms`);
+  }
   const assetBytes = Object.fromEntries(PGLITE_ASSETS.map((a) => [a, fs.statSync(path.join(appDir, a)).size]));
   console.log(
     table(

@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 import { buildFieldApp } from '../../scripts/build-app.ts';
 import { onEmbeddedBackend } from '../helpers/backends.ts';
 import { browserMissing, CHROMIUM, CHROMIUM_ARGS } from '../helpers/browser-page.ts';
@@ -52,6 +52,8 @@ after(async () => {
 onEmbeddedBackend('the field app: dictation and the AI suggestion', (backend) => {
   let server: TestServer;
   let stt: SttStandIn;
+  /** The phone of the first test, signed in, for the next. */
+  let signedIn: { context: BrowserContext; user: Awaited<ReturnType<typeof utcClinician>>; patientUuid: string } | null = null;
   before(async () => {
     if (missing) return;
     stt = await startSttStandIn();
@@ -59,6 +61,7 @@ onEmbeddedBackend('the field app: dictation and the AI suggestion', (backend) =>
     server = await startTestServer(backend, { env: { FIELD_APP_DIR: appDir, STT_URL: stt.url, STT_API_KEY: 'sk-local' } });
   });
   after(async () => {
+    await signedIn?.context.close();
     await server?.close();
     await stt?.close();
   });
@@ -69,6 +72,7 @@ onEmbeddedBackend('the field app: dictation and the AI suggestion', (backend) =>
     const patient = await createPatient(server, user, { referral: { discipline: 'PT' } });
     const visitId = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: day, start_time: '09:00' });
     const context = await browser.newContext({ viewport: { width: 412, height: 860 } });
+    let kept = false;
     try {
       await context.grantPermissions(['microphone'], { origin: server.url });
       const page = await context.newPage();
@@ -131,41 +135,38 @@ onEmbeddedBackend('the field app: dictation and the AI suggestion', (backend) =>
       }, { timeoutMs: 60_000, intervalMs: 250 });
       assert.match(note.subjective, /knee pain/i);
       assert.deepEqual(pageErrors, []);
+      // The next test goes on on this phone: its database is made (initdb in the page takes
+      // most of a first start) and the clinician is signed in.
+      signedIn = { context, user, patientUuid: patient.uuid };
+      kept = true;
     } finally {
-      await context.close();
+      if (!kept) await context.close();
     }
   });
 
-  test('a browser whose MediaRecorder writes no MP4 records WAV through Web Audio', TEST, async () => {
+  test('a browser whose MediaRecorder writes no MP4 records WAV through Web Audio', TEST, async (t) => {
+    if (!signedIn) return t.skip('needs the phone of the test before');
+    const { context, user, patientUuid } = signedIn;
     const day = new Date().toISOString().slice(0, 10);
-    const user = await utcClinician(server);
-    const patient = await createPatient(server, user, { referral: { discipline: 'PT' } });
-    const visitId = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: day, start_time: '10:00' });
-    const context = await browser.newContext({ viewport: { width: 412, height: 860 } });
-    try {
-      await context.grantPermissions(['microphone'], { origin: server.url });
-      // As in Firefox: MediaRecorder takes WebM and Ogg only.
-      await context.addInitScript(() => {
-        const native = MediaRecorder.isTypeSupported.bind(MediaRecorder);
-        MediaRecorder.isTypeSupported = (type: string) => !type.startsWith('audio/mp4') && native(type);
-      });
-      const page = await context.newPage();
-      page.setDefaultTimeout(90_000);
-      await page.goto(`${server.url}/app/`);
-      await page.getByLabel('Email').fill(user.email);
-      await page.getByLabel('Password').fill(user.password);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.locator(`[data-visit="${visitId}"] a`).click();
-      await page.locator('main[data-rendered="visit"]').waitFor();
-      await page.getByRole('button', { name: 'Record dictation' }).click();
-      await page.locator('#dictation-message', { hasText: /Recording… [2-9] s/ }).waitFor();
-      await page.getByRole('button', { name: 'Stop recording' }).click();
-      await page.locator('#dictation-message', { hasText: /Recorded \d+ s \(wav, \d+ KB\)/ }).waitFor();
-      await page.locator('#dictation-state li[data-state="on_server"]', { hasText: 'On the server' }).waitFor();
-      assert.deepEqual(await audioFormats(visitId), ['wav']);
-    } finally {
-      await context.close();
-    }
+    const visitId = await scheduleVisit(server, user, { patient_uuid: patientUuid, visit_date: day, start_time: '10:00' });
+    // As in Firefox: MediaRecorder takes WebM and Ogg only (for the pages opened from now on).
+    await context.addInitScript(() => {
+      const native = MediaRecorder.isTypeSupported.bind(MediaRecorder);
+      MediaRecorder.isTypeSupported = (type: string) => !type.startsWith('audio/mp4') && native(type);
+    });
+    // One page at a time: the app opens its database in the page (no database worker).
+    for (const open of context.pages()) await open.close();
+    const page = await context.newPage();
+    page.setDefaultTimeout(90_000);
+    await page.goto(`${server.url}/app/`);
+    await page.locator(`[data-visit="${visitId}"] a`).click();
+    await page.locator('main[data-rendered="visit"]').waitFor();
+    await page.getByRole('button', { name: 'Record dictation' }).click();
+    await page.locator('#dictation-message', { hasText: /Recording… [2-9] s/ }).waitFor();
+    await page.getByRole('button', { name: 'Stop recording' }).click();
+    await page.locator('#dictation-message', { hasText: /Recorded \d+ s \(wav, \d+ KB\)/ }).waitFor();
+    await page.locator('#dictation-state li[data-state="on_server"]', { hasText: 'On the server' }).waitFor();
+    assert.deepEqual(await audioFormats(visitId), ['wav']);
   });
 
   async function audioFormats(visitId: string): Promise<string[]> {

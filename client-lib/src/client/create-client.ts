@@ -40,6 +40,7 @@ import { checkNote, checklistItems, noteText } from '../model/visit-checklist.ts
 import { checkArgs, checkTimerSequence, queueWrite } from './writes.ts';
 import { createDictations } from './dictations.ts';
 import type { FieldchartClient, FieldchartClientOptions, VisitReceipt } from './types.ts';
+import { startMark } from '../platform/start-marks.ts';
 
 const API_SYNC_PATH = '/api/therapist/v1/sync';
 
@@ -104,6 +105,7 @@ export async function createFieldchartClient(options: FieldchartClientOptions): 
     ...(options.databaseWorker ? { tabs: browserTabLink(tabNames(options.dataDir)) } : {}),
   });
   await engine.start();
+  startMark('fieldchart:sync-started');
   return buildClient(db, engine, options);
 }
 

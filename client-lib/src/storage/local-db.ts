@@ -14,6 +14,7 @@ import { ad, aesGcmCipher, SealBrokenError, type RowCipher } from './row-cipher.
 import { StorageError, storageErrorOf } from './storage-errors.ts';
 import { tabNames, withTabLock, type DatabaseWorkerFactory } from './shared-db.ts';
 import type { PgliteAssets } from './pglite-assets.ts';
+import { startMark } from '../platform/start-marks.ts';
 
 export type { PgliteAssets, PgliteFilesystem } from './pglite-assets.ts';
 
@@ -94,7 +95,9 @@ const KEY_CHECK_AD = ad('device_key_check');
 
 export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions = {}): Promise<LocalDb> {
   const keys = options.keyStore ?? deviceKeyStoreFor(dataDir);
+  startMark('fieldchart:db-open');
   const pg = await openPglite(dataDir, options);
+  startMark('fieldchart:db-pglite-ready');
   const makeCipher = options.makeCipher ?? aesGcmCipher;
   let cipher: RowCipher;
   // Another tab's writes are not seen here (shared-db.ts): with a worker nothing is kept.
@@ -185,7 +188,9 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
       // A database that changes as it opens (a new key check, a migration) has no first screen.
       const beforeWrite = () => firstScreen.write(async () => undefined);
       cipher = await guarded(unlock(pg, keys, makeCipher, beforeWrite));
+      startMark('fieldchart:db-unlocked');
       await guarded(migrate(pg, () => cipher, beforeWrite));
+      startMark('fieldchart:db-migrated');
     };
     // Two tabs opening at once would each find no key check, or migrate the same version.
     await (options.worker ? withTabLock(tabNames(dataDir).open, prepare) : prepare());
