@@ -3,7 +3,8 @@
  * database and one sync connection (client-lib/src/sync/README.md, "Tabs"): the first tab
  * leads and holds the only socket; a write in the other tab goes through the shared outbox, is
  * uploaded by the leader once, and both tabs see it; when the leading tab closes, the other
- * takes over with a socket of its own and uploads what was queued while offline, once.
+ * takes over with a socket of its own and uploads what was queued while offline, once. Each tab
+ * sends dictations, one tab at a time (navigator.locks): every recording is uploaded once.
  *
  * Runs where Debian's Chromium is installed; skipped elsewhere with the reason, except in CI.
  */
@@ -13,6 +14,7 @@ import type { Browser, Page } from 'playwright-core';
 import { onEmbeddedBackend } from '../helpers/backends.ts';
 import { browserMissing, call, launchChromium, openShell, startPageServer, type PageServer } from '../helpers/browser-page.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { silentWav } from '../helpers/wav.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { createPatient, scheduleVisit, type User, utcClinician } from '../server/visits/visit-fixtures.ts';
 import { ev } from './support.ts';
@@ -43,7 +45,9 @@ onEmbeddedBackend('two tabs of the client library in Chromium', (backend) => {
   before(async () => {
     if (missing) return;
     pages = await startPageServer();
-    server = await startTestServer(backend, { env: { CORS_ORIGINS: pages.origin } });
+    // The dictations here only have to reach the server: no speech-to-text run takes the cores
+    // from the two tabs (the pipeline fails at once, saying none is configured).
+    server = await startTestServer(backend, { env: { CORS_ORIGINS: pages.origin, STT_ENGINE: 'none' } });
     browser = await launchChromium();
   });
   after(async () => {
@@ -106,6 +110,23 @@ onEmbeddedBackend('two tabs of the client library in Chromium', (backend) => {
         assert.equal(sa.plan, 'Ice after exercise.');
       }, SOON);
       await eventually(async () => assert.equal((await call(b, 'receipt', visitId)).draftOnDeviceOnly, false, 'the server confirmed both tabs’ edits'), SOON);
+
+      // Dictations recorded offline in both tabs: back online, both tabs' uploaders go through
+      // every recording of the shared database, one tab at a time; each is uploaded once.
+      const tusCreates: string[] = [];
+      // Uploads the server made (201): a try while offline never reached it.
+      for (const page of [a, b]) page.on('response', (r) => r.request().method() === 'POST' && r.url().endsWith('/uploads') && r.status() === 201 && tusCreates.push(r.url()));
+      await context.setOffline(true);
+      await eventually(async () => assert.equal((await call(a, 'status')).connected, false), SOON);
+      const recording = silentWav(32_000).toString('base64');
+      const recorded = [await call(a, 'addDictation', visitId, recording), await call(b, 'addDictation', visitId, recording)];
+      await context.setOffline(false);
+      await eventually(async () => {
+        for (const page of [a, b]) assert.deepEqual((await call(page, 'dictations', visitId)).map((d) => d.state), ['on_server', 'on_server']);
+      }, { timeoutMs: 60_000, intervalMs: 200 });
+      assert.deepEqual((await call(b, 'dictations', visitId)).map((d) => d.id).sort(), [...recorded].sort());
+      assert.equal(tusCreates.length, 2, `one upload per recording: ${tusCreates.length} made`);
+      await call(a, 'whenSynced', 60_000);
 
       // Offline, the follower queues; the leader tab closes; the follower leads and uploads.
       await context.setOffline(true);
