@@ -87,6 +87,8 @@ async function showFirstScreen(): Promise<void> {
 }
 
 async function boot(): Promise<void> {
+  // When the bundle has been fetched, parsed and evaluated: the part of a start before any work.
+  performance.mark('fieldchart:app-script');
   void registerServiceWorker();
   // First, and alone: a few IndexedDB reads that opening the database (PGlite's WASM, its files
   // loaded from IndexedDB) would otherwise queue behind.

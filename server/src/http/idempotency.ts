@@ -76,7 +76,7 @@ export const idempotency = fp(
             if (reply.sent) return;
             if (result !== reply && result !== undefined) void reply.send(result);
             const payload = await answer.payload;
-            await opts.idempotency.complete(claim.scope, claim.key, reply.statusCode, payload);
+            await opts.idempotency.completeInTransaction(claim.scope, claim.key, reply.statusCode, payload);
           }, { eager });
         } catch (err) {
           if (request.idempotencyCapture === answer) {
@@ -101,7 +101,8 @@ export const idempotency = fp(
       }
       const scope = scopeOf(request);
       const hash = opts.idempotency.requestHash(request.method, request.url, request.body);
-      const claim = await opts.idempotency.claim(scope, key, hash);
+      // A write that commits its answer with it may take over a claim a cut request left.
+      const claim = await opts.idempotency.claim(scope, key, hash, { takeOver: Boolean(request.routeOptions.config?.idempotentWrite) });
       if (claim.kind === 'replay') {
         return reply
           .code(claim.statusCode)

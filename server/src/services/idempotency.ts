@@ -17,6 +17,13 @@ export type IdempotencyClaim =
  * and replayed to repeats with the same body; another body under the same key is a 422; a
  * repeat while the first is still running is a 409. A 5xx or a 429 releases the key so the
  * client's retry really runs.
+ *
+ * A write whose answer commits in its own transaction (`idempotentWrite` routes) may take over
+ * an unfinished claim: a request cut by a crash or a lost database left it behind, and its write
+ * rolled back with it, so the retry runs at once instead of answering 409 until the claim counts
+ * as abandoned. Should the first request still be running, both write, and the one whose answer
+ * commits second finds the claim completed, fails, and rolls its write back
+ * (`completeInTransaction`).
  */
 export function createIdempotency(deps: { db: Db; clock: Clock; phi: PhiCrypto; ttlSeconds: number }) {
   const { db, clock, phi } = deps;
@@ -27,7 +34,7 @@ export function createIdempotency(deps: { db: Db; clock: Clock; phi: PhiCrypto; 
       return sha256(`${method} ${url}\n${JSON.stringify(body ?? null)}`);
     },
 
-    async claim(scope: string, key: string, requestHash: string): Promise<IdempotencyClaim> {
+    async claim(scope: string, key: string, requestHash: string, opts: { takeOver?: boolean } = {}): Promise<IdempotencyClaim> {
       const now = clock.now();
       for (let attempt = 0; attempt < 2; attempt++) {
         const [existing] = await db
@@ -50,6 +57,7 @@ export function createIdempotency(deps: { db: Db; clock: Clock; phi: PhiCrypto; 
             );
           }
           if (existing.statusCode === null || existing.responseBody === null) {
+            if (opts.takeOver) return { kind: 'new' };
             throw new Conflict('A request with this Idempotency-Key is still being processed', 'idempotency_in_progress');
           }
           const body = phi.open(existing.responseBody, 'idempotency_keys', 'response_body', rowId(scope, key)) ?? '';
@@ -81,7 +89,27 @@ export function createIdempotency(deps: { db: Db; clock: Clock; phi: PhiCrypto; 
           responseBody: phi.seal(body, 'idempotency_keys', 'response_body', rowId(scope, key)),
           completedAt: clock.now(),
         })
-        .where(and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.key, key)));
+        // A stored answer is never replaced: a request that took over a claim and lost the race
+        // answers its 409 without overwriting the winner's answer.
+        .where(and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.key, key), isNull(idempotencyKeys.completedAt)));
+    },
+
+    /**
+     * Stores the answer of a write in the write's own transaction, if its claim is still
+     * unfinished: a 409 otherwise (another request with the key answered first; the caller's
+     * transaction, and its write, roll back).
+     */
+    async completeInTransaction(scope: string, key: string, statusCode: number, body: string): Promise<void> {
+      const done = await db
+        .update(idempotencyKeys)
+        .set({
+          statusCode,
+          responseBody: phi.seal(body, 'idempotency_keys', 'response_body', rowId(scope, key)),
+          completedAt: clock.now(),
+        })
+        .where(and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.key, key), isNull(idempotencyKeys.completedAt)))
+        .returning({ key: idempotencyKeys.key });
+      if (done.length === 0) throw new Conflict('A request with this Idempotency-Key is still being processed', 'idempotency_in_progress');
     },
 
     async purgeExpired(): Promise<number> {

@@ -179,6 +179,23 @@ forEachBackend('accounts: idempotent retries', (backend) => {
     assert.equal(await usersWithEmail(server, account.email), 1);
   });
 
+  test('a keyed create retried while the first is still running writes once: a retry may take over an unfinished claim, and the answer that commits second rolls its write back', async () => {
+    const me = await registerUser(server);
+    const key = randomUUID();
+    const body = { first_name: 'Race', last_name: 'Twice', address: '1 Main St' };
+    const results = await Promise.all(Array.from({ length: 4 }, () => post('/patient/create', key, body, me.token)));
+    const ok = results.filter((r) => r.status === 200);
+    assert.ok(ok.length >= 1, JSON.stringify(results.map((r) => r.body)));
+    for (const r of results) if (r.status !== 200) assertError(r, 409, 'idempotency_in_progress');
+    for (const r of ok) assert.equal(r.body.data.uuid, ok[0]?.body.data.uuid);
+    const [row] = await query<{ n: number }>(server, sql`select count(*)::int as n from patients where owner_id = ${me.uuid}::uuid`);
+    assert.equal(row?.n, 1, 'one patient');
+    // Whoever lost the race never replaced the stored answer.
+    const again = await post('/patient/create', key, body, me.token);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.body.data.uuid, ok[0]?.body.data.uuid);
+  });
+
   test('a malformed key is a 422', async () => {
     for (const key of ['x'.repeat(256), 'has space', 'tab\tkey']) {
       const res = await post('/register', key, newAccount());
@@ -252,8 +269,20 @@ forEachBackend('accounts: idempotent retries', (backend) => {
             return new;
           end $$`),
       );
+      // …and releasing the claim fails too, as it does when the database is gone or the process
+      // killed: the claim is left unfinished.
+      await query(
+        server,
+        sql.raw(`create or replace function fc_test_cut_release() returns trigger language plpgsql as $$
+          begin
+            if exists (select 1 from fc_test_cut) then raise exception 'cut'; end if;
+            return old;
+          end $$`),
+      );
       await query(server, sql`drop trigger if exists fc_test_cut_completion on idempotency_keys`);
       await query(server, sql`create trigger fc_test_cut_completion before update on idempotency_keys for each row execute function fc_test_cut_completion()`);
+      await query(server, sql`drop trigger if exists fc_test_cut_release on idempotency_keys`);
+      await query(server, sql`create trigger fc_test_cut_release before delete on idempotency_keys for each row execute function fc_test_cut_release()`);
       const me = await registerUser(server);
       const { body, rows } = await prepare(me);
       const before = await countRows(server, rows);
@@ -264,11 +293,13 @@ forEachBackend('accounts: idempotent retries', (backend) => {
         const cut = await post(route, key, body, me.token);
         assert.ok(cut.status >= 500, `expected a 5xx, got ${cut.status}`);
         assert.equal(await written(), 0, 'the write committed without its answer');
+        const [claim] = await query<{ done: boolean }>(server, sql`select completed_at is not null as done from idempotency_keys where key = ${key}`);
+        assert.equal(claim?.done, false, 'the cut left its claim unfinished');
       } finally {
         await query(server, sql`delete from fc_test_cut`);
       }
-      // Past the time after which an unfinished claim counts as abandoned.
-      clock.advance(121);
+      // At once: the cut left its claim unfinished, and the retry takes it over (its write rolled
+      // back with the cut) rather than answering 409 until the claim counts as abandoned.
       const retry = await post(route, key, body, me.token);
       assertOk(retry);
       const again = await post(route, key, body, me.token);
@@ -276,6 +307,7 @@ forEachBackend('accounts: idempotent retries', (backend) => {
       assert.deepEqual(again.body, retry.body);
       assert.equal(await written(), ['/messages/send', '/my-organization/invitations', '/organizations/invite'].includes(route) ? 2 : 1, 'one record (and its one mail)');
       await query(server, sql`drop trigger fc_test_cut_completion on idempotency_keys`);
+      await query(server, sql`drop trigger fc_test_cut_release on idempotency_keys`);
     });
   }
 });
