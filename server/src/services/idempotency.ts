@@ -7,6 +7,7 @@ import type { PhiCrypto } from '../security/phi-crypto.ts';
 import { sha256 } from '../security/random-tokens.ts';
 
 const ABANDONED_AFTER_MS = 120_000;
+const inProgress = () => new Conflict('A request with this Idempotency-Key is still being processed', 'idempotency_in_progress');
 
 export type IdempotencyClaim =
   | { readonly kind: 'new' }
@@ -29,6 +30,21 @@ export function createIdempotency(deps: { db: Db; clock: Clock; phi: PhiCrypto; 
   const { db, clock, phi } = deps;
   // A stored response can hold tokens or PHI: it is kept encrypted, bound to its key.
   const rowId = (scope: string, key: string) => `${scope}\u0000${key}`;
+  /**
+   * Stores the answer on a claim still unfinished; answers the rows it changed. A stored answer
+   * is never replaced: a request that took over a claim and lost the race answers its 409
+   * without overwriting the winner's answer.
+   */
+  const storeAnswer = (scope: string, key: string, statusCode: number, body: string) =>
+    db
+      .update(idempotencyKeys)
+      .set({
+        statusCode,
+        responseBody: phi.seal(body, 'idempotency_keys', 'response_body', rowId(scope, key)),
+        completedAt: clock.now(),
+      })
+      .where(and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.key, key), isNull(idempotencyKeys.completedAt)))
+      .returning({ key: idempotencyKeys.key });
   return {
     requestHash(method: string, url: string, body: unknown): string {
       return sha256(`${method} ${url}\n${JSON.stringify(body ?? null)}`);
@@ -58,7 +74,7 @@ export function createIdempotency(deps: { db: Db; clock: Clock; phi: PhiCrypto; 
           }
           if (existing.statusCode === null || existing.responseBody === null) {
             if (opts.takeOver) return { kind: 'new' };
-            throw new Conflict('A request with this Idempotency-Key is still being processed', 'idempotency_in_progress');
+            throw inProgress();
           }
           const body = phi.open(existing.responseBody, 'idempotency_keys', 'response_body', rowId(scope, key)) ?? '';
           return { kind: 'replay', statusCode: existing.statusCode, body };
@@ -70,7 +86,7 @@ export function createIdempotency(deps: { db: Db; clock: Clock; phi: PhiCrypto; 
           if (!isUniqueViolation(err)) throw err;
         }
       }
-      throw new Conflict('A request with this Idempotency-Key is still being processed', 'idempotency_in_progress');
+      throw inProgress();
     },
 
     async complete(scope: string, key: string, statusCode: number, body: string): Promise<void> {
@@ -82,16 +98,7 @@ export function createIdempotency(deps: { db: Db; clock: Clock; phi: PhiCrypto; 
           .where(and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.key, key), isNull(idempotencyKeys.completedAt)));
         return;
       }
-      await db
-        .update(idempotencyKeys)
-        .set({
-          statusCode,
-          responseBody: phi.seal(body, 'idempotency_keys', 'response_body', rowId(scope, key)),
-          completedAt: clock.now(),
-        })
-        // A stored answer is never replaced: a request that took over a claim and lost the race
-        // answers its 409 without overwriting the winner's answer.
-        .where(and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.key, key), isNull(idempotencyKeys.completedAt)));
+      await storeAnswer(scope, key, statusCode, body);
     },
 
     /**
@@ -100,16 +107,8 @@ export function createIdempotency(deps: { db: Db; clock: Clock; phi: PhiCrypto; 
      * transaction, and its write, roll back).
      */
     async completeInTransaction(scope: string, key: string, statusCode: number, body: string): Promise<void> {
-      const done = await db
-        .update(idempotencyKeys)
-        .set({
-          statusCode,
-          responseBody: phi.seal(body, 'idempotency_keys', 'response_body', rowId(scope, key)),
-          completedAt: clock.now(),
-        })
-        .where(and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.key, key), isNull(idempotencyKeys.completedAt)))
-        .returning({ key: idempotencyKeys.key });
-      if (done.length === 0) throw new Conflict('A request with this Idempotency-Key is still being processed', 'idempotency_in_progress');
+      const done = await storeAnswer(scope, key, statusCode, body);
+      if (done.length === 0) throw inProgress();
     },
 
     async purgeExpired(): Promise<number> {
