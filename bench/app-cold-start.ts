@@ -59,7 +59,10 @@ const pair = await startServerPair({ env: { FIELD_APP_DIR: appDir } });
 let context: BrowserContext | null = null;
 let baseline: http.Server | null = null;
 
-const launch = () => chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 120_000 });
+// The browser's clock reads the demo clinician's time zone: the app lists the phone's today, and
+// the demo's today is the clinician's (they differ for hours of every UTC day).
+let timezoneId: string | undefined;
+const launch = () => chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 120_000, timezoneId });
 
 /** Milliseconds from navigation start to the app's mark, after loading `url`; `db`: also to the database's list. */
 async function timeToList(page: Page, url: string): Promise<number>;
@@ -123,6 +126,7 @@ async function listed(page: Page): Promise<number> {
 
 try {
   const demo = await signedInDemo(pair);
+  timezoneId = demo.time_zone;
   const appUrl = `${pair.server.url}/app/`;
   process.stderr.write(`app-cold-start: ${pair.backend}, demo clinician with ${demo.visits.today} visits today, ${RUNS} runs each, load ${fmt(os.loadavg()[0] ?? 0, 2)}\n`);
 

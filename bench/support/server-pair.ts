@@ -56,13 +56,14 @@ export async function startServerPair(opts: Parameters<typeof StartTestServer>[1
  * The demo clinician (`fieldchart seed --demo`) seeded on the pair's server and signed in: what
  * every REST bench starts from. A failed set-up stops the pair.
  */
-export async function signedInDemo(pair: Pick<ServerPair, 'server' | 'stop'>): Promise<{ email: string; password: string; visits: { total: number; today: number }; token: string }> {
+export async function signedInDemo(pair: Pick<ServerPair, 'server' | 'stop'>): Promise<{ email: string; password: string; time_zone: string; visits: { total: number; today: number }; token: string }> {
   const { server } = pair;
   // Imported here, after the pair has set TEST_DATABASE_URL.
   const { operationContext, runOperation } = await import('@fieldchart/server');
   const seeded = (await runOperation(operationContext(server.runtime.services, server.runtime.database), 'seed.demo', {})) as {
     email: string;
     password: string;
+    time_zone: string;
     visits: { total: number; today: number };
   };
   const signIn = await server.api('POST', '/sign-in', { body: { email: seeded.email, password: seeded.password } });
