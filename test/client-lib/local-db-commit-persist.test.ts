@@ -7,25 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryFS } from '@electric-sql/pglite';
 import { openLocalDb } from '../../client-lib/src/storage/local-db.ts';
-import { dataFileTimes } from './memory-fs-files.ts';
-
-/** MemoryFS that records, at each sync, what IDBFS would have stored. */
-class SyncRecordingFs extends MemoryFS {
-  private stored = new Map<string, number>();
-  private files(): Map<string, number> {
-    return dataFileTimes(this.pg);
-  }
-  /** Files changed since the last sync: what a reload now would lose. */
-  unsynced(): string[] {
-    return [...this.files()].filter(([p, t]) => this.stored.get(p) !== t).map(([p]) => p);
-  }
-  override async syncToFs(relaxedDurability?: boolean): Promise<void> {
-    this.stored = this.files();
-    return super.syncToFs(relaxedDurability);
-  }
-}
+import { SyncRecordingFs } from './memory-fs-files.ts';
 
 test('a resolved transaction leaves nothing unsynced', async () => {
   const fs = new SyncRecordingFs();

@@ -1,3 +1,5 @@
+import { MemoryFS } from '@electric-sql/pglite';
+
 /**
  * What IDBFS's reconcile looks at, for tests that stand in for IndexedDB with PGlite's MemoryFS:
  * every file of the data directory with its modification time.
@@ -23,4 +25,25 @@ export function dataFileTimes(pg: unknown): Map<string, number> {
   };
   walk('/pglite/data');
   return out;
+}
+
+/**
+ * MemoryFS that records, at each sync, what IDBFS would have stored (the files' times), and
+ * counts the syncs that reached it.
+ */
+export class SyncRecordingFs extends MemoryFS {
+  private stored = new Map<string, number>();
+  syncs = 0;
+  private files(): Map<string, number> {
+    return dataFileTimes(this.pg);
+  }
+  /** Files changed since the last sync: what a reload now would lose. */
+  unsynced(): string[] {
+    return [...this.files()].filter(([p, t]) => this.stored.get(p) !== t).map(([p]) => p);
+  }
+  override async syncToFs(relaxedDurability?: boolean): Promise<void> {
+    this.syncs++;
+    this.stored = this.files();
+    return super.syncToFs(relaxedDurability);
+  }
 }

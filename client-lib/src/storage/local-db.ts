@@ -14,6 +14,7 @@ import { ad, aesGcmCipher, SealBrokenError, type RowCipher } from './row-cipher.
 import { StorageError, storageErrorOf } from './storage-errors.ts';
 import { tabNames, withTabLock, type DatabaseWorkerFactory } from './shared-db.ts';
 import type { PgliteAssets } from './pglite-assets.ts';
+import { pgliteOptionsFor } from './changed-files-sync.ts';
 import { startMark } from '../platform/start-marks.ts';
 
 export type { PgliteAssets, PgliteFilesystem } from './pglite-assets.ts';
@@ -206,7 +207,7 @@ async function openPglite(dataDir: string, options: OpenLocalDbOptions): Promise
     ? // This tab's handle: queries go to whichever tab's worker leads (shared-db.ts).
       PGliteWorker.create(options.worker(), { dataDir, id: tabNames(dataDir).database })
     : // PgliteAssets is PGlite's options by shape (see pglite-assets.ts PgliteFilesystem).
-      PGlite.create(dataDir, { ...options.pglite } as PGliteOptions);
+      PGlite.create(dataDir, pgliteOptionsFor(dataDir, options.pglite) as PGliteOptions);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeoutMs = options.openTimeoutMs ?? DEFAULT_OPEN_TIMEOUT_MS;
   const deadline = new Promise<never>((_, reject) => {

@@ -12,6 +12,7 @@
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import { worker } from '@electric-sql/pglite/worker';
 import type { PgliteAssets } from './pglite-assets.ts';
+import { pgliteOptionsFor } from './changed-files-sync.ts';
 
 /** Creates the app's database worker: `() => new Worker(new URL('./db-worker.js', import.meta.url), { type: 'module' })`. */
 export type DatabaseWorkerFactory = () => Worker;
@@ -40,7 +41,10 @@ export function tabsSupported(): boolean {
 export function runDatabaseWorker(assets: PgliteAssets = {}): void {
   void worker({
     // PgliteAssets is PGlite's options by shape (pglite-assets.ts PgliteFilesystem).
-    init: (options) => PGlite.create(options.dataDir ?? 'memory://', { ...assets } as PGliteOptions),
+    init: (options) => {
+      const dataDir = options.dataDir ?? 'memory://';
+      return PGlite.create(dataDir, pgliteOptionsFor(dataDir, assets) as PGliteOptions);
+    },
   });
 }
 
