@@ -47,7 +47,7 @@ const statement = fc.oneof(
   fc.record({ kind: fc.constant('vacuum' as const) }),
 );
 
-async function run(db: LocalDb, s: fc.RecordValue<{ kind: string; n?: number }>): Promise<void> {
+async function run(db: LocalDb, s: { readonly kind: string; readonly n?: number }): Promise<void> {
   const n = s.n ?? 0;
   switch (s.kind) {
     case 'insert':
