@@ -25,6 +25,14 @@ declare module 'fastify' {
      * nothing before refusing (no attempt counters or throttles): a refusal rolls back.
      */
     idempotentWrite?: 'lazy' | 'eager';
+    /**
+     * A write that stores the same thing however often it runs with the same body (timer
+     * events are the same event by type and time, mileage is last-writer-wins by its
+     * `recorded_at`, a visit has one note): with an Idempotency-Key, a retry takes over a claim
+     * a crashed request left unfinished and runs again at once, rather than answering 409
+     * until the claim counts as abandoned. Its answer is stored after it, as on any route.
+     */
+    repeatableWrite?: true;
   }
   interface FastifyRequest {
     idempotency: { scope: string; key: string } | null;
@@ -101,8 +109,10 @@ export const idempotency = fp(
       }
       const scope = scopeOf(request);
       const hash = opts.idempotency.requestHash(request.method, request.url, request.body);
-      // A write that commits its answer with it may take over a claim a cut request left.
-      const claim = await opts.idempotency.claim(scope, key, hash, { takeOver: Boolean(request.routeOptions.config?.idempotentWrite) });
+      // A write that commits its answer with it, or stores nothing twice, may take over a claim
+      // a cut request left.
+      const config = request.routeOptions.config;
+      const claim = await opts.idempotency.claim(scope, key, hash, { takeOver: Boolean(config?.idempotentWrite || config?.repeatableWrite) });
       if (claim.kind === 'replay') {
         return reply
           .code(claim.statusCode)

@@ -76,6 +76,7 @@ export const visitRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
   });
 
   app.post('/visit-timer-events', {
+    config: { repeatableWrite: true },
     schema: {
       tags,
       summary: 'Record visit timer events (start_travel → arrive → start_documentation → complete)',
@@ -91,6 +92,7 @@ export const visitRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
   });
 
   app.post('/patient-referral-end-visit-note', {
+    config: { repeatableWrite: true },
     schema: {
       tags,
       summary: 'Submit the SOAP note; completes the visit',
@@ -106,6 +108,7 @@ export const visitRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
   });
 
   app.put('/visit/:uuid/mileage', {
+    config: { repeatableWrite: true },
     schema: {
       tags,
       summary: "Record a visit's mileage (travel/onsite split)",

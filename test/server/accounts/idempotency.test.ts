@@ -256,47 +256,64 @@ forEachBackend('accounts: idempotent retries', (backend) => {
       };
     },
   };
+  /**
+   * Stands in for a server killed after its write and before recording the answer: while it is
+   * on, recording any completed answer fails, and so does releasing the claim (as it does when
+   * the database is gone or the process killed): the claim is left unfinished.
+   */
+  async function installCut(): Promise<{ on(): Promise<void>; off(): Promise<void>; remove(): Promise<void> }> {
+    await query(server, sql`create table if not exists fc_test_cut (on_ boolean)`);
+    await query(
+      server,
+      sql.raw(`create or replace function fc_test_cut_completion() returns trigger language plpgsql as $$
+        begin
+          if new.completed_at is not null and exists (select 1 from fc_test_cut) then raise exception 'cut'; end if;
+          return new;
+        end $$`),
+    );
+    await query(
+      server,
+      sql.raw(`create or replace function fc_test_cut_release() returns trigger language plpgsql as $$
+        begin
+          if exists (select 1 from fc_test_cut) then raise exception 'cut'; end if;
+          return old;
+        end $$`),
+    );
+    await query(server, sql`drop trigger if exists fc_test_cut_completion on idempotency_keys`);
+    await query(server, sql`create trigger fc_test_cut_completion before update on idempotency_keys for each row execute function fc_test_cut_completion()`);
+    await query(server, sql`drop trigger if exists fc_test_cut_release on idempotency_keys`);
+    await query(server, sql`create trigger fc_test_cut_release before delete on idempotency_keys for each row execute function fc_test_cut_release()`);
+    return {
+      on: async () => void (await query(server, sql`insert into fc_test_cut values (true)`)),
+      off: async () => void (await query(server, sql`delete from fc_test_cut`)),
+      remove: async () => {
+        await query(server, sql`drop trigger fc_test_cut_completion on idempotency_keys`);
+        await query(server, sql`drop trigger fc_test_cut_release on idempotency_keys`);
+      },
+    };
+  }
+
+  const unfinished = async (key: string) => {
+    const [claim] = await query<{ done: boolean }>(server, sql`select completed_at is not null as done from idempotency_keys where key = ${key}`);
+    return claim?.done === false;
+  };
+
   for (const [route, prepare] of Object.entries(creates)) {
     test(`${route}: a keyed create and its stored answer commit together; a cut between them writes nothing, the retry writes once`, async () => {
-      // Stands in for a server killed after its write and before recording the answer:
-      // while the flag row exists, recording any completed answer fails.
-      await query(server, sql`create table if not exists fc_test_cut (on_ boolean)`);
-      await query(
-        server,
-        sql.raw(`create or replace function fc_test_cut_completion() returns trigger language plpgsql as $$
-          begin
-            if new.completed_at is not null and exists (select 1 from fc_test_cut) then raise exception 'cut'; end if;
-            return new;
-          end $$`),
-      );
-      // …and releasing the claim fails too, as it does when the database is gone or the process
-      // killed: the claim is left unfinished.
-      await query(
-        server,
-        sql.raw(`create or replace function fc_test_cut_release() returns trigger language plpgsql as $$
-          begin
-            if exists (select 1 from fc_test_cut) then raise exception 'cut'; end if;
-            return old;
-          end $$`),
-      );
-      await query(server, sql`drop trigger if exists fc_test_cut_completion on idempotency_keys`);
-      await query(server, sql`create trigger fc_test_cut_completion before update on idempotency_keys for each row execute function fc_test_cut_completion()`);
-      await query(server, sql`drop trigger if exists fc_test_cut_release on idempotency_keys`);
-      await query(server, sql`create trigger fc_test_cut_release before delete on idempotency_keys for each row execute function fc_test_cut_release()`);
+      const cut = await installCut();
       const me = await registerUser(server);
       const { body, rows } = await prepare(me);
       const before = await countRows(server, rows);
       const written = async () => (await countRows(server, rows)) - before;
       const key = randomUUID();
       try {
-        await query(server, sql`insert into fc_test_cut values (true)`);
-        const cut = await post(route, key, body, me.token);
-        assert.ok(cut.status >= 500, `expected a 5xx, got ${cut.status}`);
+        await cut.on();
+        const cutShort = await post(route, key, body, me.token);
+        assert.ok(cutShort.status >= 500, `expected a 5xx, got ${cutShort.status}`);
         assert.equal(await written(), 0, 'the write committed without its answer');
-        const [claim] = await query<{ done: boolean }>(server, sql`select completed_at is not null as done from idempotency_keys where key = ${key}`);
-        assert.equal(claim?.done, false, 'the cut left its claim unfinished');
+        assert.ok(await unfinished(key), 'the cut left its claim unfinished');
       } finally {
-        await query(server, sql`delete from fc_test_cut`);
+        await cut.off();
       }
       // At once: the cut left its claim unfinished, and the retry takes it over (its write rolled
       // back with the cut) rather than answering 409 until the claim counts as abandoned.
@@ -306,8 +323,66 @@ forEachBackend('accounts: idempotent retries', (backend) => {
       assert.equal(again.headers.get('idempotent-replayed'), 'true');
       assert.deepEqual(again.body, retry.body);
       assert.equal(await written(), ['/messages/send', '/my-organization/invitations', '/organizations/invite'].includes(route) ? 2 : 1, 'one record (and its one mail)');
-      await query(server, sql`drop trigger fc_test_cut_completion on idempotency_keys`);
-      await query(server, sql`drop trigger fc_test_cut_release on idempotency_keys`);
+      await cut.remove();
+    });
+  }
+
+  /**
+   * The clinical writes that store the same thing however often they run: a visit for a fresh
+   * user, the write, how its rows are counted, and what a second run answers.
+   */
+  const repeatable: Record<string, { method: 'POST' | 'PUT'; path: (visit: string) => string; body: (visit: string) => Record<string, unknown>; rows: (visit: string) => ReturnType<typeof sql>; rerun: number | string }> = {
+    'timer events': {
+      method: 'POST',
+      path: () => '/visit-timer-events',
+      body: (visit) => ({ schedule_uuid: visit, events: [{ event_type: 'start_travel', event_time: '2026-12-01T08:40:00Z', latitude: 41.9, longitude: -87.6, accuracy: 8 }] }),
+      rows: (visit) => sql`select count(*)::int as n from timer_events where visit_id = ${visit}::uuid`,
+      rerun: 200,
+    },
+    mileage: {
+      method: 'PUT',
+      path: (visit) => `/visit/${visit}/mileage`,
+      body: () => ({ total_miles: 12.5, recorded_at: '2026-12-01T18:00:00Z' }),
+      rows: (visit) => sql`select count(*)::int as n from visit_mileage where visit_id = ${visit}::uuid`,
+      rerun: 200,
+    },
+    'the SOAP note': {
+      method: 'POST',
+      path: () => '/patient-referral-end-visit-note',
+      body: (visit) => ({ schedule_uuid: visit, subjective: 's', objective: 'o', assessment: 'a', plan: 'p', vital_signs: { bp: '120/80' } }),
+      rows: (visit) => sql`select count(*)::int as n from soap_notes where visit_id = ${visit}::uuid`,
+      // The note was stored by the cut request: the visit has one, as it would 120 s later.
+      rerun: 'note_already_submitted',
+    },
+  };
+  for (const [what, r] of Object.entries(repeatable)) {
+    test(`${what}: a write cut before its answer was stored is retried at once (not 409 for 120 s), and stored once`, async () => {
+      const cut = await installCut();
+      const me = await registerUser(server);
+      const patient = await server.api('POST', '/patient/create', { token: me.token, body: { first_name: 'Cut', last_name: 'Write', address: '1 Main St' } });
+      assertOk(patient);
+      const visit = await server.api('POST', '/schedule-visit-request-save', { token: me.token, body: { patient_uuid: patient.body.data.uuid, visit_date: '2026-12-01', start_time: '09:00' } });
+      assertOk(visit);
+      const id = visit.body.data.uuid as string;
+      const send = (key: string) => server.api(r.method, r.path(id), { token: me.token, headers: { 'idempotency-key': key }, body: r.body(id) });
+      const key = randomUUID();
+      try {
+        await cut.on();
+        const cutShort = await send(key);
+        assert.ok(cutShort.status >= 500, `expected a 5xx, got ${cutShort.status}`);
+        assert.equal(await countRows(server, r.rows(id)), 1, 'the write committed; its answer was lost');
+        assert.ok(await unfinished(key), 'the cut left its claim unfinished');
+      } finally {
+        await cut.off();
+      }
+      const retry = await send(key);
+      if (typeof r.rerun === 'number') assertOk(retry);
+      else assertError(retry, 409, r.rerun);
+      const again = await send(key);
+      assert.equal(again.headers.get('idempotent-replayed'), 'true');
+      assert.deepEqual(again.body, retry.body);
+      assert.equal(await countRows(server, r.rows(id)), 1, 'stored once');
+      await cut.remove();
     });
   }
 });
