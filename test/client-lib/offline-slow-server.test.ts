@@ -14,6 +14,7 @@ import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { createFieldchartClient } from '../../client-lib/src/index.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 import { ProtocolPeer } from './protocol-peer.ts';
 
 /** A TCP proxy whose server → device direction is `delayMs` late (order kept). */
@@ -81,5 +82,30 @@ test('a server that takes the socket but never says welcome is left and tried ag
   } finally {
     peer.onHello = () => null;
     await client.close();
+  }
+});
+
+test('a socket the network swallows does not hold the device past the backoff ceiling: a second one opens beside it', async () => {
+  peer.onHello = () => null;
+  const proxy = await startTcpProxy(peer.url);
+  // The first upgrade request goes nowhere and nothing answers it, as a connect lost on a
+  // moving phone; later ones pass.
+  let upgrades = 0;
+  proxy.stall((chunk) => chunk.subarray(0, 4).toString('latin1') === 'GET ' && upgrades++ === 0);
+  const hellos = peer.hellos.length;
+  // A first handshake deadline far past the 300 ms ceiling: one socket at a time would wait it out.
+  const client = await createFieldchartClient({ baseUrl: proxy.url, dataDir: 'memory://', backoff: { initialMs: 40, maxMs: 300 }, openTimeoutMs: 20_000 });
+  try {
+    const started = performance.now();
+    await client.signInWithTokens({ token: 'token-0', refresh_token: 'refresh-0', expires_in: 3600 });
+    await client.sync.whenSynced({ timeoutMs: 15_000 });
+    const took = performance.now() - started;
+    assert.equal(proxy.stalled, 1, 'the first socket was swallowed');
+    assert.ok(took < 5_000, `synced after ${Math.round(took)} ms, within a few ceilings rather than the 20 s deadline`);
+    assert.equal(peer.hellos.length - hellos, 1, 'one hello: the swallowed socket never said one, and was not kept');
+    await eventually(() => assert.equal(client.sync.status.connected, true));
+  } finally {
+    await client.close();
+    await proxy.close();
   }
 });

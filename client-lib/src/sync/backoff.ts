@@ -30,4 +30,9 @@ export class Backoff {
   reset(): void {
     this.attempt = 0;
   }
+
+  /** The longest step: no wait between tries is longer (but a server's hint). */
+  get ceilingMs(): number {
+    return this.maxMs;
+  }
 }

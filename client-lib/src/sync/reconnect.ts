@@ -66,6 +66,19 @@ export class Reconnect {
     return handshakeDeadline(this.timedOutHandshakes, this.options.firstHandshakeMs);
   }
 
+  /** The first handshake's deadline: a second attempt beside a stuck one gets this long. */
+  get firstHandshakeMs(): number {
+    return handshakeDeadline(0, this.options.firstHandshakeMs);
+  }
+
+  /**
+   * How long an attempt may go on before another is opened beside it (the backoff's ceiling):
+   * the device tries again at least this often, however long a handshake may take.
+   */
+  get overlapAfterMs(): number {
+    return this.backoff.ceilingMs;
+  }
+
   /** Enough opens failed that websockets look blocked: the outbox may go over HTTP. */
   get websocketsBlocked(): boolean {
     return this.failedOpens >= HTTP_FALLBACK_AFTER;

@@ -30,6 +30,7 @@ import { FeedReceiver } from './feed.ts';
 import { frameRouter, type RoutedFrame } from './frames.ts';
 import { HttpFallback } from './http-fallback.ts';
 import { Session } from './session.ts';
+import { SpareSocket } from './spare-socket.ts';
 import { Reconnect } from './reconnect.ts';
 import { StatusStore, type SyncStatus } from './status.ts';
 import type { TabLink } from './tab-link.ts';
@@ -86,6 +87,8 @@ export class SyncEngine {
   private readonly feed: FeedReceiver;
   private readonly fallback: HttpFallback;
   private conn: Connection | null = null;
+  /** A second socket opening beside `conn` while `conn` has not opened (spare-socket.ts). */
+  private readonly spare: SpareSocket;
   /** The client id the current socket said hello with. */
   private helloClientId: string | null = null;
   /** The socket's carrier once the server said `welcome` (null before, and for HTTP). */
@@ -112,6 +115,16 @@ export class SyncEngine {
     this.reconnect = new Reconnect(() => void this.connect(), {
       ...(opts.backoff ? { backoff: opts.backoff } : {}),
       ...(opts.openTimeoutMs !== undefined ? { firstHandshakeMs: opts.openTimeoutMs } : {}),
+    });
+    this.spare = new SpareSocket({
+      overlapAfterMs: () => this.reconnect.overlapAfterMs,
+      firstHandshakeMs: () => this.reconnect.firstHandshakeMs,
+      dial: async (handshakeMs, wanted) => {
+        const token = await this.session.tokenForHello().catch(() => null);
+        return token ? this.dial(token, handshakeMs, wanted) : null;
+      },
+      stuck: (primary) => this.running && !this.closed && this.conn === primary && !primary.isOpen,
+      onError: (err) => this.state.failWith(err, 'internal'),
     });
     this.session = new Session({
       db,
@@ -260,11 +273,13 @@ export class SyncEngine {
   /** Drops the socket now (tests, or an app going to the background); reconnects with backoff. */
   dropConnection(): void {
     if (!this.leading) return this.tabs?.tellLeader({ type: 'reconnect' });
+    this.spare.drop();
     this.conn?.close(CLOSE_CODES.client_reconnect, 'client reconnect');
   }
 
   /** The platform lost the network: an open socket is dead even if it does not know it yet. */
   private wentOffline(): void {
+    this.spare.drop();
     this.conn?.close(CLOSE_CODES.client_reconnect, WENT_OFFLINE);
   }
 
@@ -327,11 +342,22 @@ export class SyncEngine {
       return this.scheduleReconnect();
     }
     if (!this.running || this.conn || !token) return;
+    const handshakeMs = this.reconnect.handshakeMs;
+    const conn = await this.dial(token, handshakeMs, () => this.running && !this.conn);
+    if (!conn) return;
+    this.conn = conn;
+    this.spare.arm(conn, handshakeMs);
+  }
+
+  /** A socket that says hello with `token` once it opens; null if `wanted` no longer holds by then. */
+  private async dial(token: string, handshakeMs: number, wanted: () => boolean): Promise<Connection | null> {
     const clientId = await clientIdOf(this.opts.db);
     const cursor = await getMeta(this.opts.db, 'cursor');
-    if (!this.running || this.conn) return;
+    if (!wanted()) return null;
     const conn: Connection = new Connection(this.opts.WebSocket, this.opts.url, {
       onOpen: () => {
+        // One hello per attempt: of two sockets opening, the first to open is the one.
+        if (!this.openedFirst(conn)) return conn.close(CLOSE_CODES.normal, 'another socket opened first');
         this.fallback.letGo();
         this.helloClientId = clientId;
         conn.send({ type: 'hello', protocol: PROTOCOL_VERSION, token, client_id: clientId, cursor });
@@ -343,12 +369,27 @@ export class SyncEngine {
         conn.close(CLOSE_CODES.bad_message, 'bad message');
       },
       onClose: (code, reason) => this.enqueue(() => this.handleClose(conn, code, reason)),
-    }, this.reconnect.handshakeMs);
-    this.conn = conn;
+    }, handshakeMs);
+    return conn;
+  }
+
+  /** `conn` opened: true if it is the attempt to go on with (the other one is closed, unheard). */
+  private openedFirst(conn: Connection): boolean {
+    if (conn === this.conn) {
+      this.spare.drop();
+      return true;
+    }
+    if (!this.spare.is(conn) || this.conn?.isOpen) return false;
+    // The spare got through first: it is the socket from now on.
+    const stuck = this.conn;
+    this.conn = this.spare.take();
+    stuck?.close(CLOSE_CODES.normal, 'another socket opened first');
+    return true;
   }
 
   /** Closes the socket from this side, now; nothing reconnects unless `run` says so. */
   private disconnect(): void {
+    this.spare.drop();
     const conn = this.conn;
     this.conn = null;
     conn?.close(CLOSE_CODES.normal, 'bye');
@@ -389,14 +430,26 @@ export class SyncEngine {
   }
 
   private async handleClose(conn: Connection, code: number, reason: string): Promise<void> {
+    if (this.spare.is(conn)) return this.spare.ended(this.conn);
     if (this.conn !== conn) return;
     this.conn = null;
     const wasWelcomed = this.welcomed !== null;
     this.afterClose();
-    if (!this.running) return;
+    if (!this.running) return this.spare.drop();
     const step = stepAfterClose(code, reason, { welcomed: wasWelcomed, offline: this.network?.online === false });
-    if (step.next === 'end') return this.endAndWipe(step);
+    if (step.next === 'end') {
+      this.spare.drop();
+      return this.endAndWipe(step);
+    }
     if (step.error) this.state.fail(step.error.code, step.error.message);
+    const spare = step.next === 'retry' ? this.spare.take() : null;
+    if (spare && step.next === 'retry') {
+      // The spare beside it is still opening: it is the attempt now (this one counted).
+      this.reconnect.count(step.attempt);
+      this.conn = spare;
+      return this.spare.arm(spare, this.reconnect.firstHandshakeMs);
+    }
+    this.spare.drop();
     switch (step.next) {
       case 'refresh':
         this.session.markRefused();
