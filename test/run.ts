@@ -38,7 +38,19 @@ console.log(
 // `node --test` has no build and uses the bin (`npx fieldchart`) instead; the bin itself stays
 // tested by the suites that spawn it by name. Inside the checkout, so the external packages
 // resolve from its node_modules.
-const buildDir = path.join(root, '..', 'node_modules', '.cache', `fieldchart-test-build-${process.pid}`);
+const cacheDir = path.join(root, '..', 'node_modules', '.cache');
+const buildDir = path.join(cacheDir, `fieldchart-test-build-${process.pid}`);
+// A run killed outright (SIGKILL) could not remove its build: the next run does, once that
+// run's process is gone.
+for (const name of fs.existsSync(cacheDir) ? fs.readdirSync(cacheDir) : []) {
+  const pid = Number(/^fieldchart-test-build-(\d+)$/.exec(name)?.[1] ?? 0);
+  if (!pid || pid === process.pid) continue;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') fs.rmSync(path.join(cacheDir, name), { recursive: true, force: true });
+  }
+}
 const buildStarted = performance.now();
 const built = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, '..', 'scripts/build.ts'), '--outdir', buildDir], { stdio: ['ignore', 'ignore', 'inherit'] });
 if (built.status !== 0) {

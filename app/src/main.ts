@@ -3,7 +3,7 @@
  * database (IndexedDB), so it opens and works offline; the service worker keeps the app's own
  * files. Screens: sign-in, the visit list (`#/`) and a visit (`#/visit/<uuid>`).
  */
-import { createFieldchartClient, localDate, readFirstScreen, type FieldchartClient } from '@fieldchart/client';
+import { createFieldchartClient, localDate, readFirstScreen, startMark, type FieldchartClient } from '@fieldchart/client';
 import { debounce, h, messageOf, replace } from './dom.ts';
 import { signInView } from './views/sign-in.ts';
 import { mountStatus } from './views/status-line.ts';
@@ -88,7 +88,7 @@ async function showFirstScreen(): Promise<void> {
 
 async function boot(): Promise<void> {
   // When the bundle has been fetched, parsed and evaluated: the part of a start before any work.
-  performance.mark('fieldchart:app-script');
+  startMark('fieldchart:app-script');
   void registerServiceWorker();
   // First, and alone: a few IndexedDB reads that opening the database (PGlite's WASM, its files
   // loaded from IndexedDB) would otherwise queue behind.

@@ -38,3 +38,5 @@ export type { BackoffOptions } from './sync/backoff.ts';
 export type { SoapSection } from './sync/drafts.ts';
 export type { WebSocketConstructor, WebSocketLike } from './platform/websocket.ts';
 export type { NetworkStatus } from './platform/network-status.ts';
+/** The client marks its start (`fieldchart:db-open` … `sync-started`); an app marks its own the same way, once per page. */
+export { startMark } from './platform/start-marks.ts';

@@ -4,7 +4,7 @@
  * here, "On the server" once every write about it was acknowledged. Also the day's route,
  * planned on the device.
  */
-import { localDate, type FieldchartClient, type Visit, type VisitReceipt } from '@fieldchart/client';
+import { localDate, startMark, type FieldchartClient, type Visit, type VisitReceipt } from '@fieldchart/client';
 import { h, messageOf, replace } from '../dom.ts';
 import { dayLabel, patientName, receiptLabel, startTime, STATUS_LABEL } from '../format.ts';
 
@@ -105,7 +105,7 @@ export async function renderVisitList(client: FieldchartClient, main: HTMLElemen
   const data = await client.firstScreen.read(() => readVisitList(client));
   if (!data) return;
   showVisitList(main, data, client);
-  if (performance.getEntriesByName(VISIT_LIST_DB_MARK).length === 0) performance.mark(VISIT_LIST_DB_MARK);
+  startMark(VISIT_LIST_DB_MARK);
 }
 
 /** Renders `data` into `main`; `client` null for the kept first screen at start (no actions yet). */
@@ -122,5 +122,5 @@ export function showVisitList(main: HTMLElement, data: VisitListData, client: Fi
   main.toggleAttribute('data-first-screen', client === null);
   if (focused) main.querySelector<HTMLElement>(`[data-visit="${CSS.escape(focused)}"] a`)?.focus();
   main.setAttribute('data-rendered', 'visit-list');
-  if (performance.getEntriesByName(VISIT_LIST_MARK).length === 0) performance.mark(VISIT_LIST_MARK);
+  startMark(VISIT_LIST_MARK);
 }
