@@ -38,6 +38,12 @@ export interface UnitOfWork {
    * statements outside any transaction of their own.
    */
   request<T>(fn: () => Promise<T>, options?: { eager?: boolean }): Promise<T>;
+  /**
+   * Inside `request`: `undo` runs if the request's transaction rolls back after all (an object
+   * written beside a row that is not kept). Outside one it is never called: the caller's own
+   * transaction ends before it returns, and its error reaches the caller.
+   */
+  onRollback(undo: () => Promise<void>): void;
 }
 
 interface Ambient {
@@ -55,6 +61,7 @@ interface RequestScope {
   end: ((err: unknown) => Promise<void>) | null;
   ended: boolean;
   readonly afterwards: Array<(db: Db) => Promise<void>>;
+  readonly undo: Array<() => Promise<void>>;
 }
 
 /** Thrown inside the parked transaction to roll it back without a second error. */
@@ -174,13 +181,19 @@ export function createUnitOfWork(base: Db): UnitOfWork {
         for (const write of deferred) await afterwards(parent, write);
       }
     },
+    onRollback(u) {
+      openRequest()?.undo.push(u);
+    },
     async durably(write) {
       const deferred = ambient.getStore()?.deferred;
       if (deferred) deferred.push(write);
       else await afterwards(enclosing(), write);
     },
     async request(fn, options = {}) {
-      const scope: RequestScope = { tx: null, end: null, ended: false, afterwards: [] };
+      const scope: RequestScope = { tx: null, end: null, ended: false, afterwards: [], undo: [] };
+      const undo = async () => {
+        for (const u of scope.undo.splice(0)) await u().catch(() => {});
+      };
       try {
         let result: Awaited<ReturnType<typeof fn>>;
         try {
@@ -190,9 +203,15 @@ export function createUnitOfWork(base: Db): UnitOfWork {
           });
         } catch (err) {
           await scope.end?.(err).catch(() => {});
+          await undo();
           throw err;
         }
-        await scope.end?.(null);
+        try {
+          await scope.end?.(null);
+        } catch (err) {
+          await undo();
+          throw err;
+        }
         return result;
       } finally {
         scope.ended = true;

@@ -71,7 +71,7 @@ export function createServices(deps: ServiceDeps) {
   const organizationServices = createOrganizationServices({ db, clock, config, sessions, throttle, mail, notifications });
   const audit = createAuditLog({ db, clock, durably: unitOfWork.durably });
   const clinicianSettings = createClinicianSettings({ db, clock });
-  const audio = createAudio({ db, clock, config, phi: deps.phi, audit });
+  const audio = createAudio({ db, clock, config, phi: deps.phi, audit, onRollback: unitOfWork.onRollback });
   return {
     config,
     /** Runs several service calls in one transaction (the sync channel's mutations). */

@@ -58,12 +58,13 @@ export function postMultipart(
   url: string,
   token: string | null,
   parts: readonly Part[],
+  headers: Record<string, string> = {},
 ): Promise<{ status: number; body: any }> {
   const boundary = `----fieldchart${Math.random().toString(16).slice(2)}`;
   return new Promise((resolve, reject) => {
     const req = http.request(url, {
       method: 'POST',
-      headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, ...(token ? { authorization: `Bearer ${token}` } : {}), accept: 'application/json' },
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, ...(token ? { authorization: `Bearer ${token}` } : {}), accept: 'application/json', ...headers },
     });
     req.on('response', (res) => {
       let text = '';
@@ -119,8 +120,8 @@ export async function clinicianWithVisit(server: TestServer): Promise<{ user: Us
   return { user, visit };
 }
 
-export const upload = (server: TestServer, token: string | null, parts: readonly Part[]) =>
-  postMultipart(`${server.url}/api/therapist/v1/visit-audio-upload`, token, parts);
+export const upload = (server: TestServer, token: string | null, parts: readonly Part[], headers: Record<string, string> = {}) =>
+  postMultipart(`${server.url}/api/therapist/v1/visit-audio-upload`, token, parts, headers);
 
 /** Every file under `root`, recursively. */
 export function filesUnder(root: string): string[] {

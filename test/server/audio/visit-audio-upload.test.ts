@@ -49,6 +49,29 @@ forEachBackend('audio: visit-audio-upload and download', (backend) => {
     }
   });
 
+  test('one recording uploaded twice at once under one Idempotency-Key (a retry while the first runs): one row, one stored object', async () => {
+    const { user, visit } = await clinicianWithVisit(server);
+    const bytes = fs.readFileSync(speech('wav'));
+    // Streamed slowly, so the retry claims the key while the first is still reading its body:
+    // both store an object, and the answer that commits second rolls its row back.
+    const slowly = async function* () {
+      for (let at = 0; at < bytes.length; at += 16 * 1024) {
+        yield bytes.subarray(at, at + 16 * 1024);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    const key = `upload-${visit}`;
+    const part = { name: 'audio', filename: 'visit.wav', contentType: 'audio/wav', body: slowly };
+    const mine = path.join(server.dataDir, 'audio', 'objects', user.uuid);
+    const answers = await Promise.all([0, 1].map(() => upload(server, user.token, [{ name: 'schedule_uuid', value: visit }, part], { 'idempotency-key': key })));
+    assert.deepEqual(answers.map((a) => a.status).sort(), [200, 409], JSON.stringify(answers.map((a) => a.body)));
+    const rows = rowsOf(await server.runtime.services.unitOfWork.db.execute(sql`select id from audio_files where user_id = ${user.uuid}::uuid`));
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0]?.id, answers.find((a) => a.status === 200)?.body.data.uuid);
+    // The loser's object went with its row: nothing unreadable is left in storage.
+    assert.deepEqual(filesUnder(mine).map((f) => path.basename(f)), [`${String(rows[0]?.id)}.fca`]);
+  });
+
   test('schedule_uuid before the file part works too; the url needs the bearer token', async () => {
     const { user, visit } = await clinicianWithVisit(server);
     const res = await upload(server, user.token, [{ name: 'schedule_uuid', value: visit }, fileOf(speech('wav'))]);

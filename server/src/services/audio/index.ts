@@ -131,6 +131,11 @@ export interface AudioDeps {
   readonly config: Config;
   readonly phi: PhiCrypto;
   readonly audit: AuditLog;
+  /**
+   * The request's unit of work (`UnitOfWork.onRollback`): a stored object whose row a request
+   * rolls back after `commit` returned (a keyed upload that lost its race) is removed then.
+   */
+  readonly onRollback?: (undo: () => Promise<void>) => void;
 }
 
 export function createAudio(deps: AudioDeps) {
@@ -219,6 +224,8 @@ export function createAudio(deps: AudioDeps) {
       return { uuid: s.uuid, userId: s.userId, visitId: input.visitId, bytes: s.bytes, format: s.format, createdAt: row!.createdAt };
     };
     const entry = { action: 'create' as const, resourceType: 'audio_file', resourceId: s.uuid, details: { bytes: s.bytes, format: s.format, purpose: input.purpose } };
+    // Without its row the object cannot be read (its key is in the row): never left behind.
+    deps.onRollback?.(s.discard);
     if (tx) {
       const stored = await write(tx);
       await audit.record(tx, ctx, entry, 'success');
