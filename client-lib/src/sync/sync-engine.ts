@@ -435,21 +435,13 @@ export class SyncEngine {
     this.conn = null;
     const wasWelcomed = this.welcomed !== null;
     this.afterClose();
-    if (!this.running) return this.spare.drop();
     const step = stepAfterClose(code, reason, { welcomed: wasWelcomed, offline: this.network?.online === false });
-    if (step.next === 'end') {
-      this.spare.drop();
-      return this.endAndWipe(step);
-    }
-    if (step.error) this.state.fail(step.error.code, step.error.message);
-    const spare = step.next === 'retry' ? this.spare.take() : null;
-    if (spare && step.next === 'retry') {
-      // The spare beside it is still opening: it is the attempt now (this one counted).
-      this.reconnect.count(step.attempt);
-      this.conn = spare;
-      return this.spare.arm(spare, this.reconnect.firstHandshakeMs);
-    }
+    // A spare still opening takes the place of a socket that failed; on any other step it goes too.
+    const spare = this.running && step.next === 'retry' ? this.spare.take() : null;
     this.spare.drop();
+    if (!this.running) return;
+    if (step.next === 'end') return this.endAndWipe(step);
+    if (step.error) this.state.fail(step.error.code, step.error.message);
     switch (step.next) {
       case 'refresh':
         this.session.markRefused();
@@ -464,6 +456,10 @@ export class SyncEngine {
         return this.halt(step.reason);
       case 'retry':
         this.reconnect.count(step.attempt);
+        if (spare) {
+          this.conn = spare;
+          return this.spare.arm(spare, this.reconnect.firstHandshakeMs);
+        }
         this.scheduleReconnect();
         await this.fallback.takeUpIfWanted();
     }
