@@ -10,7 +10,7 @@ export interface SyncMetrics {
   observe(figures: { sockets(): number; queueDepth(): number }): void;
   /** A mutation judged: applied, refused (validation, conflict, not found), or parked as failed. */
   mutation(name: string, outcome: 'applied' | 'refused' | 'failed'): void;
-  /** One change-feed read (database time), and how many changes it found. */
+  /** One change-feed read (the database's time, and the building of its changes as they stream), and how many changes it found. */
   feedRead(seconds: number, changes: number): void;
 }
 
@@ -32,7 +32,7 @@ export function meterBatches<A extends unknown[]>(
 }
 
 /** A feed read, timed: database time and how many changes it found (counted without parsing them). */
-export function meterFeed<A extends unknown[], R extends { readonly serialized: readonly string[] }>(
+export function meterFeed<A extends unknown[], R extends { readonly count: number }>(
   read: (...args: A) => Promise<R>,
   metrics: SyncMetrics | undefined,
 ): (...args: A) => Promise<R> {
@@ -40,7 +40,7 @@ export function meterFeed<A extends unknown[], R extends { readonly serialized: 
   return async (...args) => {
     const started = process.hrtime.bigint();
     const result = await read(...args);
-    metrics.feedRead(Number(process.hrtime.bigint() - started) / 1e9, result.serialized.length);
+    metrics.feedRead(Number(process.hrtime.bigint() - started) / 1e9, result.count);
     return result;
   };
 }

@@ -21,15 +21,13 @@ import type { MutationDevice, MutationMessage } from '../services/sync/mutation-
 import { closeFor, refusalOfSession, type Refusal } from './close-reasons.ts';
 import type { DraftPeer } from './drafts.ts';
 import type { ConnectionHost, HeldConnection } from './hooks.ts';
+import { FeedFrames } from './feed-frames.ts';
 import { SocketQueue } from './socket-queue.ts';
 
 type HelloMessage = Extract<ClientMessage, { type: 'hello' }>;
 /** A frame as the queue holds it: mutations not judged yet (each is answered on its own). */
 type Frame = Exclude<ClientMessage, { type: 'mutation' }> | MutationMessage;
 
-/** Changes per `changes` message, and bytes (docs: Limits). */
-const BATCH_CHANGES = 500;
-const BATCH_BYTES = 1024 * 1024;
 /**
  * Mutations applied in one transaction at most. Half of protocol 3's window: while one batch
  * is applied, the next is already waiting (the device refilled the window with the answers of
@@ -164,7 +162,12 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     this.socket.send(JSON.stringify(message));
   }
 
-  /** Resolves once the frame is handed to the OS: big feeds wait instead of piling up in memory. */
+  /** A frame of a feed run: not held to MAX_BUFFERED_BYTES, since the run ends by waiting for its frames to drain. */
+  private sendFeedFrame(frame: string): void {
+    if (this.state === 'open' && this.socket.readyState === this.socket.OPEN) this.socket.send(frame);
+  }
+
+  /** Resolves once the frame is handed to the OS. */
   private sendAndDrain(message: ServerMessage | string): Promise<void> {
     return new Promise((resolve) => {
       if (this.socket.readyState !== this.socket.OPEN) return resolve();
@@ -357,23 +360,22 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     this.feedOwedSince = 0;
     if (this.feedTimer !== null) clearTimeout(this.feedTimer);
     this.feedTimer = null;
+    // Frames go out as the feed builds them; the last (with the checkpoint) is awaited until it
+    // is handed to the OS, and with it every frame before it. A slow device's frames wait in
+    // the socket's buffer meanwhile: as many bytes as one read held in memory before streaming.
+    const frames = new FeedFrames((frame) => this.sendFeedFrame(frame));
     // Protocol 2: the device learns which of its mutations this snapshot reflects.
-    const result = await this.host.hooks.feed(this.userId, this.cursor, this.host.now(), {
-      timeZone: this.timeZone,
-      ...(this.protocol >= 2 ? { clientId: this.clientId } : {}),
-    });
+    const result = await this.host.hooks.feed(
+      this.userId,
+      this.cursor,
+      this.host.now(),
+      { timeZone: this.timeZone, ...(this.protocol >= 2 ? { clientId: this.clientId } : {}) },
+      { reset: (reason) => this.sendFeedFrame(JSON.stringify({ type: 'reset', reason } satisfies ServerMessage)), change: (json) => frames.add(json) },
+    );
     this.timeZone = result.timeZone;
     if (this.state !== 'open') return;
-    if (result.reset) await this.sendAndDrain({ type: 'reset', reason: result.reset });
-    const batches = batchesOf(result.serialized);
-    for (const [i, changes] of batches.entries()) {
-      const last = i === batches.length - 1;
-      // Each change was serialised once, by the feed; this is the frame of a `changes` message.
-      await this.sendAndDrain(
-        `{"type":"changes","changes":[${changes.join(',')}],"checkpoint":${JSON.stringify(last ? result.cursor : null)},"more":${!last}}`,
-      );
-      if (this.state !== 'open') return;
-    }
+    await this.sendAndDrain(frames.last(result.cursor));
+    if (this.state !== 'open') return;
     this.cursor = result.cursor;
     this.send({
       type: 'synced',
@@ -438,24 +440,4 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     // the mutations changed no row (no notification would run the feed then).
     if (this.protocol >= 2) this.requestFeed();
   }
-}
-
-/** The serialised changes cut into batches of at most 500 changes and 1 MiB. */
-function batchesOf(changes: readonly string[]): string[][] {
-  const batches: string[][] = [];
-  let current: string[] = [];
-  let bytes = 0;
-  for (const json of changes) {
-    const size = Buffer.byteLength(json);
-    if (current.length > 0 && (current.length >= BATCH_CHANGES || bytes + size > BATCH_BYTES)) {
-      batches.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(json);
-    bytes += size;
-  }
-  // The checkpoint travels on the last batch, so a feed with no changes still sends one.
-  batches.push(current);
-  return batches;
 }

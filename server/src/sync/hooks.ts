@@ -5,7 +5,7 @@
  * extension hooks, each is named for the moment the hub calls it.
  */
 import type { ServerMessage } from '@fieldchart/schema/sync';
-import type { FeedReadOptions, FeedResult } from '../services/sync/feed.ts';
+import type { FeedEnd, FeedReadOptions, FeedSink } from '../services/sync/feed.ts';
 import type { BatchOutcome, MutationDevice, MutationMessage } from '../services/sync/mutation-ledger.ts';
 import type { Refusal } from './close-reasons.ts';
 import type { Drafts } from './drafts.ts';
@@ -37,8 +37,11 @@ export interface SyncHooks {
    * `clientId`) and the user's seat now.
    */
   scope(userId: string, sessionId: string, clientId?: string): Promise<{ readonly refusal: Refusal | null; readonly organizationId: string | null }>;
-  /** The change feed from `cursor`; with `clientId` (protocol 2), also that device's acked_through in the same snapshot. */
-  feed(userId: string, cursor: string | null, now: Date, options: FeedReadOptions): Promise<FeedResult>;
+  /**
+   * The change feed from `cursor`, its changes handed to `sink` as they are built; with
+   * `clientId` (protocol 2), also that device's acked_through in the same snapshot.
+   */
+  feed(userId: string, cursor: string | null, now: Date, options: FeedReadOptions, sink: FeedSink): Promise<FeedEnd>;
   /** A batch of one device's mutations, exactly once and in order (shared with `POST /sync/mutations`). */
   applyMutations(device: MutationDevice, batch: readonly MutationMessage[]): Promise<BatchOutcome>;
   /** Draft documents: `doc_open` / `doc` / `doc_close` of open sockets and other nodes' notices. */

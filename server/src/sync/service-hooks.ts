@@ -40,7 +40,7 @@ export function syncHooksOf(deps: {
     (device: MutationDevice, batch: readonly MutationMessage[]) => applyMutationBatch(services, runMutation, device, batch, log),
     deps.metrics,
   );
-  const readFeed = meterFeed(feed.read.bind(feed), deps.metrics);
+  const readFeed = meterFeed(feed.stream.bind(feed), deps.metrics);
 
   return {
     drafts,
@@ -80,7 +80,7 @@ export function syncHooksOf(deps: {
       return { refusal: null, organizationId: (await services.seatOf(userId))?.organizationId ?? null };
     },
 
-    feed: (userId, cursor, now, options) => readFeed(userId, cursor, now, options),
+    feed: (userId, cursor, now, options, sink) => readFeed(userId, cursor, now, options, sink),
 
     applyMutations: applyBatch,
 

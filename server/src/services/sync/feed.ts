@@ -1,19 +1,23 @@
 /**
  * The change feed (docs/sync-protocol.md, The change feed): everything in a clinician's scope
- * that the device's snapshot did not see, and the clinician's scope itself, read by ONE
- * statement whose snapshot (`pg_current_snapshot()`, the statement's own) becomes the next
- * cursor. A statement sees one snapshot from start to end, as a REPEATABLE READ transaction
- * does, so one statement is exact — and a poke costs one round trip instead of a transaction
- * of several (the feed runs on every change of a clinician's data).
+ * that the device's snapshot did not see, and the clinician's scope itself, read in one
+ * snapshot whose `pg_current_snapshot()` becomes the next cursor.
  *
- * Each table's rows come back as one JSON array (`json_agg`), mapped to the table's row type
- * by the table's own column mappers (`rowsFromJson`), so the records are built by the same
- * functions as REST's — except timer events (no sealed PHI, most of a scope's rows), whose
- * change messages PostgreSQL writes itself, and visits (the next most), whose messages it
- * writes but for the two sealed columns the feed opens (held to REST's fields by a property).
+ * A diff (every poke: the feed runs on every change of a clinician's data) is ONE prepared
+ * statement: a statement sees one snapshot from start to end, as a REPEATABLE READ transaction
+ * does, so it is exact in one round trip. Each table's rows come back as one JSON array
+ * (`json_agg`). A full read (a first sync, a reset: the whole scope, up to 100k rows) is a
+ * REPEATABLE READ transaction of two statements, the scope and then every row, streamed: the
+ * rows are built and sent while the database is still reading the rest.
+ *
+ * Rows are mapped to the table's row type by its own column mappers (`rowFromJson`), so the
+ * records are built by the same functions as REST's — except timer events (no sealed PHI, most
+ * of a scope's rows), whose change messages PostgreSQL writes itself, and visits (the next
+ * most), whose messages it writes but for the two sealed columns the feed opens (held to
+ * REST's fields by a property).
  */
 import { and, eq, getTableColumns, gte, isNull, lte, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
-import { QueryBuilder, type AnyPgColumn, type PgTable } from 'drizzle-orm/pg-core';
+import { QueryBuilder, type AnyPgColumn } from 'drizzle-orm/pg-core';
 import {
   aiTranscriptions,
   clinicianSettings,
@@ -31,8 +35,9 @@ import {
 } from '@fieldchart/schema/db';
 import type { Change, OrganizationConfigRow } from '@fieldchart/schema/sync';
 import { addDays, localDate } from '@fieldchart/schema/rules';
-import { rowsOf, type Db } from '../../db/database.ts';
-import { sessionPrepared } from '../../db/one-statement.ts';
+import type { Db } from '../../db/database.ts';
+import { eachRow } from '../../db/each-row.ts';
+import { rowFromJson, sessionPrepared } from '../../db/one-statement.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import { DEFAULT_TIME_ZONE } from '../clinician-settings.ts';
 import { notificationRecord } from '../notifications/notifications.ts';
@@ -98,38 +103,13 @@ type Window = { readonly from: string; readonly to: string };
 
 const qb = new QueryBuilder();
 
-/**
- * Rows of `table` from `json_agg` output (keys are column names, values JSON) through each
- * column's own driver mapping — the same values a select of the table gives.
- */
-function rowsFromJson<T extends PgTable>(table: T): (rows: unknown) => Array<T['$inferSelect']> {
-  const columns = Object.entries(getTableColumns(table)).map(([key, column]) => [key, column.name, column] as const);
-  return (rows) =>
-    (parseJson(rows) as Array<Record<string, unknown>>).map((json) => {
-      const out: Record<string, unknown> = {};
-      for (const [key, name, column] of columns) {
-        const value = json[name];
-        out[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
-      }
-      return out as T['$inferSelect'];
-    });
-}
-
 /** postgres.js parses json columns; PGlite's text cast arrives as a string. */
 const parseJson = (value: unknown): unknown => (typeof value === 'string' ? JSON.parse(value) : value);
-
-const asPatients = rowsFromJson(patients);
-const asReferrals = rowsFromJson(patientReferrals);
-const asNotes = rowsFromJson(soapNotes);
-const asMileage = rowsFromJson(visitMileage);
-const asNotifications = rowsFromJson(notifications);
-const asAiRuns = rowsFromJson(aiTranscriptions);
-const asOrganization = rowsFromJson(organizations);
 
 /** One JSON array of the rows a select returns. */
 const agg = (query: SQLWrapper): SQL => sql`(select coalesce(json_agg(t), '[]'::json) from (${query}) t)`;
 
-/** The statement's parameters (prepared once: only these change from run to run). */
+/** The statements' parameters: a diff's are the placeholders of a statement prepared once. */
 type Params = {
   readonly user: string;
   readonly client: string;
@@ -141,15 +121,42 @@ type Params = {
   readonly sinceTo?: string;
 };
 
-const p = (name: keyof Params) => sql.placeholder(name);
+/** A statement's parameter: a placeholder (the prepared diff) or a bound value (the full read). */
+type Param = (name: keyof Params) => SQL;
+const placeholder: Param = (name) => sql`${sql.placeholder(name)}`;
+const boundTo =
+  (params: Params): Param =>
+  (name) =>
+    sql`${params[name] ?? null}`;
+
 /** The client id when the caller wants no acked_through (protocol 1): names no device. */
 const NO_CLIENT = '00000000-0000-0000-0000-000000000000';
 
+/** The scope: the snapshot, the clinician's time zone, seat (with its organization) and overrides, the device's acked id. */
+function scopeFields(p: Param) {
+  const user = p('user');
+  return {
+    snapshot: sql<string>`pg_current_snapshot()::text`,
+    time_zone: sql<string | null>`(select ${clinicianSettings.timeZone} from ${clinicianSettings} where ${clinicianSettings.userId} = ${user})`,
+    organization: sql<string>`${agg(
+      qb
+        .select(getTableColumns(organizations))
+        .from(organizationMembers)
+        .innerJoin(organizations, eq(organizations.id, organizationMembers.organizationId))
+        .where(eq(organizationMembers.userId, user)),
+    )}::text`,
+    feature_overrides: sql<string | null>`(select ${users.featureOverrides}::text from ${users} where ${users.id} = ${user})`,
+    // Read here, not through the mutation ledger (which owns the table's writes), because it
+    // must be this snapshot's: acked_through says what these rows reflect.
+    acked: sql<string | number>`coalesce((select ${syncClients.lastMutationId} from ${syncClients} where ${syncClients.userId} = ${user} and ${syncClients.clientId} = ${p('client')}), 0)`,
+  };
+}
+
 /**
- * The feed's statement: the scope, the snapshot and the rows new to a device at a cursor
- * (`diff`) or the whole scope (`full`), with placeholders for `Params`.
+ * Each table's rows in scope: those new to a device at a cursor (`diff`) or the whole scope
+ * (`full`). Visits and timer events as the change lines PostgreSQL writes, the rest as rows.
  */
-function feedFields(mode: 'diff' | 'full') {
+function tableQueries(mode: 'diff' | 'full', p: Param) {
   const diff = mode === 'diff';
   const user = p('user');
   const changed = (t: { txid: AnyPgColumn }): SQL =>
@@ -254,211 +261,292 @@ function feedFields(mode: 'diff' | 'full') {
     .where(and(eq(aiTranscriptions.ownerId, user), childScope(aiTranscriptions)));
 
   return {
-    snapshot: sql<string>`pg_current_snapshot()::text`,
-    // The scope: the clinician's time zone, seat (with its organization) and personal overrides.
-    time_zone: sql<string | null>`(select ${clinicianSettings.timeZone} from ${clinicianSettings} where ${clinicianSettings.userId} = ${user})`,
-    organization: sql<string>`${agg(
-      qb
-        .select(getTableColumns(organizations))
-        .from(organizationMembers)
-        .innerJoin(organizations, eq(organizations.id, organizationMembers.organizationId))
-        .where(eq(organizationMembers.userId, user)),
-    )}::text`,
-    feature_overrides: sql<string | null>`(select ${users.featureOverrides}::text from ${users} where ${users.id} = ${user})`,
-    // Read here, not through the mutation ledger (which owns the table's writes), because it
-    // must be this statement's snapshot: acked_through says what these rows reflect.
-    acked: sql<string | number>`coalesce((select ${syncClients.lastMutationId} from ${syncClients} where ${syncClients.userId} = ${user} and ${syncClients.clientId} = ${p('client')}), 0)`,
-    patients: sql<string>`${agg(qb.select().from(patients).where(and(eq(patients.ownerId, user), changed(patients), live(patients), ofSeat(patients))))}::text`,
-    referrals: sql<string>`${agg(qb.select().from(patientReferrals).where(and(eq(patientReferrals.ownerId, user), changed(patientReferrals), live(patientReferrals), ofSeat(patientReferrals))))}::text`,
+    patients: qb.select().from(patients).where(and(eq(patients.ownerId, user), changed(patients), live(patients), ofSeat(patients))),
+    patient_referrals: qb
+      .select()
+      .from(patientReferrals)
+      .where(and(eq(patientReferrals.ownerId, user), changed(patientReferrals), live(patientReferrals), ofSeat(patientReferrals))),
+    soap_notes: notes,
+    visit_mileage: mileage,
+    notifications: qb.select().from(notifications).where(and(eq(notifications.ownerId, user), changed(notifications), live(notifications))),
+    ai_status: aiRuns,
     // Visits in the window and new to the device; a changed visit now outside it left the scope.
-    visits: sql<string | null>`(select string_agg(t.line, E'\n') from (${visitRows}) t)`,
-    events: sql<string | null>`(select string_agg(t.line, E'\n') from (${events}) t)`,
-    notes: sql<string>`${agg(notes)}::text`,
-    mileage: sql<string>`${agg(mileage)}::text`,
-    notifications: sql<string>`${agg(qb.select().from(notifications).where(and(eq(notifications.ownerId, user), changed(notifications), live(notifications))))}::text`,
-    ai: sql<string>`${agg(aiRuns)}::text`,
+    visits: visitRows,
+    timer_events: events,
   };
 }
 
-type Fields = ReturnType<typeof feedFields>;
-type Statement = { [K in keyof Fields]: Fields[K]['_']['type'] };
+type RowTable = 'patients' | 'patient_referrals' | 'soap_notes' | 'visit_mileage' | 'notifications' | 'ai_status';
+type LineTable = 'visits' | 'timer_events';
+const ROW_TABLES: readonly RowTable[] = ['patients', 'patient_referrals', 'soap_notes', 'visit_mileage', 'notifications', 'ai_status'];
 
-/** The fields named after their keys, so a row read by `EXECUTE` has the same keys. */
-function named(fields: Fields) {
-  return Object.fromEntries(Object.entries(fields).map(([key, field]) => [key, field.as(key)])) as { [K in keyof Fields]: SQL.Aliased<Statement[K]> };
+/** The diff: the scope and every table's new rows in one statement (one JSON array, or one text of lines, per table). */
+function diffFields() {
+  const tables = tableQueries('diff', placeholder);
+  const rows = Object.fromEntries(ROW_TABLES.map((t) => [t, sql<string>`${agg(tables[t])}::text`])) as Record<RowTable, SQL<string>>;
+  const lines = (query: SQLWrapper) => sql<string | null>`(select string_agg(t.line, E'\n') from (${query}) t)`;
+  return { ...scopeFields(placeholder), ...rows, visits: lines(tables.visits), timer_events: lines(tables.timer_events) };
 }
-
-type Mode = 'diff' | 'full';
 
 /**
- * The two statements, prepared once, so a poke costs one round trip and no planning. On
- * PostgreSQL, a named statement per pooled connection (postgres.js prepares it on first use);
- * on a one-session database (PGlite), which plans every extended-protocol statement again,
- * an SQL-level `PREPARE`, run by `EXECUTE`.
+ * The whole scope's rows as one stream of `(table, line)`: a row as JSON, or a visit's or
+ * timer event's change line. Table after table, the biggest (timer events) last.
  */
-function preparedFeed(db: Db, oneSession: boolean) {
-  // No table: the statement is a row of scalar subqueries.
-  const one = sql`(select 1) as one`;
-  const statements = {
-    diff: db.select(named(feedFields('diff'))).from(one).prepare('fieldchart_feed_diff'),
-    full: db.select(named(feedFields('full'))).from(one).prepare('fieldchart_feed_full'),
-  };
-  const executors = {
-    diff: sessionPrepared<Statement>(db, 'fieldchart_feed_diff', statements.diff.getQuery()),
-    full: sessionPrepared<Statement>(db, 'fieldchart_feed_full', statements.full.getQuery()),
-  };
-  return async (mode: Mode, values: Record<string, unknown>): Promise<Statement | undefined> => {
-    if (!oneSession) return (await statements[mode].execute(values))[0] as Statement | undefined;
-    return (await executors[mode](values))[0];
+function fullRows(p: Param): SQL {
+  const tables = tableQueries('full', p);
+  const json = (table: RowTable) => sql`select ${sql.raw(`'${table}'`)} as table, row_to_json(t)::text as line from (${tables[table]}) t`;
+  const lines = (table: LineTable) => sql`select ${sql.raw(`'${table}'`)} as table, t.line from (${tables[table]}) t`;
+  return sql.join([...ROW_TABLES.map(json), lines('visits'), lines('timer_events')], sql` union all `);
+}
+
+/** The fields named after their keys, so a row read by `EXECUTE` has the same keys. */
+function named<F extends Record<string, SQL>>(fields: F) {
+  return Object.fromEntries(Object.entries(fields).map(([key, field]) => [key, field.as(key)])) as { [K in keyof F]: SQL.Aliased<F[K]['_']['type']> };
+}
+
+type Statement<F extends Record<string, SQL>> = { [K in keyof F]: F[K]['_']['type'] };
+type ScopeRow = Statement<ReturnType<typeof scopeFields>>;
+type DiffRow = Statement<ReturnType<typeof diffFields>>;
+
+/** No table: a statement that is a row of scalar subqueries. */
+const ONE = sql`(select 1) as one`;
+
+/**
+ * The diff, prepared once, so a poke costs one round trip and no planning. On PostgreSQL, a
+ * named statement per pooled connection (postgres.js prepares it on first use); on a
+ * one-session database (PGlite), which plans every extended-protocol statement again, an
+ * SQL-level `PREPARE`, run by `EXECUTE`.
+ */
+function preparedDiff(db: Db, oneSession: boolean) {
+  const statement = db.select(named(diffFields())).from(ONE).prepare('fieldchart_feed_diff');
+  const executor = sessionPrepared<DiffRow>(db, 'fieldchart_feed_diff', statement.getQuery());
+  return async (values: Params): Promise<DiffRow> => {
+    const [row] = oneSession ? await executor(values) : ((await statement.execute(values)) as DiffRow[]);
+    if (!row) throw new Error('the feed statement answered no row');
+    return row;
   };
 }
 
-export function createFeed(deps: FeedDeps) {
-  const { phi } = deps;
-  const execute = preparedFeed(deps.db, deps.oneSession ?? false);
+/** A change as it travels, with the version it is ordered by. */
+type Built = { readonly version: number; readonly json: string };
 
-  async function run(userId: string, window: Window, since: Cursor | null, clientId: string | undefined): Promise<Statement> {
-    const params: Params = { user: userId, client: clientId ?? NO_CLIENT, from: window.from, to: window.to };
-    const row = since
-      ? await execute('diff', { ...params, since: since.snapshot, sinceFrom: since.windowFrom, sinceTo: since.windowTo })
-      : await execute('full', params);
-    if (!row) throw new Error('the feed statement answered no row');
-    return row;
+interface Builders {
+  readonly rows: Record<RowTable, (json: Record<string, unknown>) => Built>;
+  readonly lines: Record<LineTable, (line: string) => Built>;
+}
+
+/** The change message of each table's row (as JSON) or line, by the same record functions as REST. */
+function changeBuilders(phi: PhiCrypto): Builders {
+  const change = (table: Change['table'], id: string, r: Row, body: () => Record<string, unknown>): Built => ({
+    version: r.rowVersion,
+    json: JSON.stringify(r.deletedAt ? { table, op: 'delete', id, version: r.rowVersion } : { table, op: 'upsert', id, version: r.rowVersion, row: body() }),
+  });
+  const rows: Record<RowTable, (json: Record<string, unknown>) => Built> = {
+    patients(json) {
+      const p = rowFromJson(patients, json);
+      return change('patients', p.id, p, () => ({ uuid: p.id, ...openPatient(phi, p), created_at: p.createdAt.toISOString(), updated_at: p.updatedAt.toISOString() }));
+    },
+    patient_referrals(json) {
+      const r = rowFromJson(patientReferrals, json);
+      return change('patient_referrals', r.id, r, () => ({
+        uuid: r.id,
+        patient_uuid: r.patientId,
+        status: r.status,
+        discipline: r.discipline,
+        diagnosis_codes: r.diagnosisCodes,
+        referral_source: r.referralSource,
+        start_of_care: r.startOfCare,
+        ordered_frequency: r.orderedFrequency,
+        discharged_at: r.dischargedAt?.toISOString() ?? null,
+        created_at: r.createdAt.toISOString(),
+      }));
+    },
+    soap_notes(json) {
+      const n = rowFromJson(soapNotes, json);
+      return change('soap_notes', n.id, n, () => {
+        const { signature: _image, ...note } = soapRecordOf(phi, n);
+        return { ...note, schedule_uuid: n.visitId };
+      });
+    },
+    visit_mileage(json) {
+      const m = rowFromJson(visitMileage, json);
+      return change('visit_mileage', m.visitId, m, () => ({
+        schedule_uuid: m.visitId,
+        total_miles: m.totalMiles,
+        travel_miles: m.travelMiles,
+        onsite_miles: m.onsiteMiles,
+        recorded_at: m.recordedAt.toISOString(),
+      }));
+    },
+    notifications(json) {
+      const n = rowFromJson(notifications, json);
+      return change('notifications', n.id, n, () => notificationRecord(n));
+    },
+    ai_status(json) {
+      const a = rowFromJson(aiTranscriptions, json);
+      return change('ai_status', a.id, a, () => ({ ...statusRecordOf(phi, a) }));
+    },
+  };
+  return {
+    rows,
+    lines: {
+      visits: (line) => visitChange(phi, line),
+      timer_events(line) {
+        const space = line.indexOf(' ');
+        return { version: Number(line.slice(0, space)), json: line.slice(space + 1) };
+      },
+    },
+  };
+}
+
+/** Where a read's changes go as they are built: the socket's frames, or a list. */
+export interface FeedSink {
+  /** The read answers the whole scope: called before any of its changes. */
+  reset(reason: NonNullable<FeedResult['reset']>): void;
+  /** One change, serialised as it travels. */
+  change(json: string): void;
+}
+
+/** What a read ends with, once its changes have gone to the sink. */
+export type FeedEnd = Omit<FeedResult, 'serialized' | 'changes'> & { readonly count: number };
+
+export function createFeed(deps: FeedDeps) {
+  const { db, phi } = deps;
+  const build = changeBuilders(phi);
+  const runDiff = preparedDiff(db, deps.oneSession ?? false);
+
+  /**
+   * The whole scope in one REPEATABLE READ snapshot: the scope first (its time zone sets the
+   * window), then every table's rows handed to the sink as they come off the wire, so that
+   * building and sending them overlaps the database's reading. Changes come table by table,
+   * not by version: within one snapshot each row comes once, and a device applies the unit
+   * whole (docs/sync-protocol.md, Batches and checkpoints).
+   */
+  function full(userId: string, clientId: string | undefined, now: Date, reset: NonNullable<FeedResult['reset']>, sink: FeedSink): Promise<FeedEnd> {
+    sink.reset(reset);
+    return db.transaction(
+      async (tx) => {
+        const bound = (window: Window) => boundTo({ user: userId, client: clientId ?? NO_CLIENT, from: window.from, to: window.to });
+        const [row] = (await tx.select(named(scopeFields(bound({ from: '', to: '' })))).from(ONE)) as ScopeRow[];
+        if (!row) throw new Error('the feed statement answered no row');
+        const scope = scopeOf(row);
+        const timeZone = row.time_zone ?? DEFAULT_TIME_ZONE;
+        const window = windowOf(now, timeZone);
+        sink.change(JSON.stringify(configChange(userId, scope)));
+        let count = 1;
+        await eachRow<{ table: RowTable | LineTable; line: string }>(tx, fullRows(bound(window)), ({ table, line }) => {
+          const built = isLineTable(table) ? build.lines[table](line) : build.rows[table](JSON.parse(line) as Record<string, unknown>);
+          sink.change(built.json);
+          count++;
+        });
+        return { reset, count, timeZone, ackedThrough: clientId === undefined ? null : Number(row.acked), cursor: cursorOf(userId, row.snapshot, window, scope) };
+      },
+      { isolationLevel: 'repeatable read', accessMode: 'read only' },
+    );
   }
 
   return {
     /**
-     * Reads the changes since `cursorText` (null: the whole scope). With a `clientId`, also
-     * the device's last processed mutation id in the same snapshot: every change of its
-     * mutations up to that id is in this read or an earlier one.
+     * Sends the changes since `cursorText` (null: the whole scope) to `sink`. With a
+     * `clientId`, also reads the device's last processed mutation id in the same snapshot:
+     * every change of its mutations up to that id is in this read or an earlier one.
      */
-    async read(userId: string, cursorText: string | null, now: Date, options: FeedReadOptions = {}): Promise<FeedResult> {
-      const previous = decodeCursor(cursorText);
-      let reset: FeedResult['reset'] = cursorText === null ? 'first_sync' : previous ? null : 'cursor_unknown';
+    async stream(userId: string, cursorText: string | null, now: Date, options: FeedReadOptions, sink: FeedSink): Promise<FeedEnd> {
+      const since = decodeCursor(cursorText);
+      if (!since) return full(userId, options.clientId, now, cursorText === null ? 'first_sync' : 'cursor_unknown', sink);
       let timeZone = options.timeZone ?? DEFAULT_TIME_ZONE;
       let window = windowOf(now, timeZone);
-      let since = reset ? null : previous;
-      let row = await run(userId, window, since, options.clientId);
-      // Rare: the time zone changed (the window was another), or a diff turned out to need a
-      // reset (the seat changed, or the cursor is from a snapshot this database has not
-      // reached). Read again, as it should have been read; at most twice more.
-      for (let attempt = 0; attempt < 2; attempt++) {
-        const foundZone = row.time_zone ?? DEFAULT_TIME_ZONE;
+      const diff = () =>
+        runDiff({ user: userId, client: options.clientId ?? NO_CLIENT, from: window.from, to: window.to, since: since.snapshot, sinceFrom: since.windowFrom, sinceTo: since.windowTo });
+      let row = await diff();
+      // Rare: the diff turns out to need a reset (the seat changed, or the cursor is from a
+      // snapshot this database has not reached), or the time zone changed (the window was
+      // another): read again, as it should have been read; at most twice more for the zone.
+      for (let attempt = 0; ; attempt++) {
         const scopeHash = shortHash({ userId, organizationId: scopeOf(row).organizationId });
-        const mustReset: FeedResult['reset'] =
-          since && !snapshotPrecedes(since.snapshot, row.snapshot) ? 'cursor_unknown' : since && since.scope !== scopeHash ? 'scope_changed' : null;
-        if (foundZone === timeZone && !mustReset) break;
-        if (mustReset) {
-          reset = mustReset;
-          since = null;
-        }
+        if (!snapshotPrecedes(since.snapshot, row.snapshot)) return full(userId, options.clientId, now, 'cursor_unknown', sink);
+        if (since.scope !== scopeHash) return full(userId, options.clientId, now, 'scope_changed', sink);
+        const foundZone = row.time_zone ?? DEFAULT_TIME_ZONE;
+        if (foundZone === timeZone || attempt === 2) break;
         timeZone = foundZone;
         window = windowOf(now, timeZone);
-        row = await run(userId, window, since, options.clientId);
+        row = await diff();
       }
 
-      const scope = { ...scopeOf(row), timeZone };
-      const scopeHash = shortHash({ userId, organizationId: scope.organizationId });
-      const configHash = shortHash(scope.config);
-      const changes: Change[] = [];
-      const push = (table: Change['table'], id: string, r: Row, body: () => Record<string, unknown>, inScope = true) => {
-        if (r.deletedAt || !inScope) changes.push({ table, op: 'delete', id, version: r.rowVersion });
-        else changes.push({ table, op: 'upsert', id, version: r.rowVersion, row: body() });
-      };
-
-      for (const p of asPatients(row.patients)) {
-        push('patients', p.id, p, () => ({
-          uuid: p.id,
-          ...openPatient(phi, p),
-          created_at: p.createdAt.toISOString(),
-          updated_at: p.updatedAt.toISOString(),
-        }));
-      }
-      for (const r of asReferrals(row.referrals)) {
-        push('patient_referrals', r.id, r, () => ({
-          uuid: r.id,
-          patient_uuid: r.patientId,
-          status: r.status,
-          discipline: r.discipline,
-          diagnosis_codes: r.diagnosisCodes,
-          referral_source: r.referralSource,
-          start_of_care: r.startOfCare,
-          ordered_frequency: r.orderedFrequency,
-          discharged_at: r.dischargedAt?.toISOString() ?? null,
-          created_at: r.createdAt.toISOString(),
-        }));
-      }
-      for (const n of asNotes(row.notes)) {
-        push('soap_notes', n.id, n, () => {
-          const { signature: _image, ...note } = soapRecordOf(phi, n);
-          return { ...note, schedule_uuid: n.visitId };
-        });
-      }
-      for (const m of asMileage(row.mileage)) {
-        push('visit_mileage', m.visitId, m, () => ({
-          schedule_uuid: m.visitId,
-          total_miles: m.totalMiles,
-          travel_miles: m.travelMiles,
-          onsite_miles: m.onsiteMiles,
-          recorded_at: m.recordedAt.toISOString(),
-        }));
-      }
-      for (const n of asNotifications(row.notifications)) push('notifications', n.id, n, () => notificationRecord(n));
-      for (const a of asAiRuns(row.ai)) push('ai_status', a.id, a, () => ({ ...statusRecordOf(phi, a) }));
-
-      if (!since || since.config !== configHash) {
-        changes.push({ table: 'organization_config', op: 'upsert', id: userId, version: 0, row: { ...scope.config } });
-      }
-
-      const ordered: Array<{ readonly version: number; readonly json: string }> = changes.map((c) => ({ version: c.version, json: JSON.stringify(c) }));
-      for (const line of row.events ? row.events.split('\n') : []) {
-        const space = line.indexOf(' ');
-        ordered.push({ version: Number(line.slice(0, space)), json: line.slice(space + 1) });
-      }
-      if (row.visits) visitChanges(phi, row.visits, ordered);
+      const scope = scopeOf(row);
+      const ordered: Built[] = [];
+      if (since.config !== shortHash(scope.config)) ordered.push({ version: 0, json: JSON.stringify(configChange(userId, scope)) });
+      for (const table of ROW_TABLES) for (const json of parseJson(row[table]) as Array<Record<string, unknown>>) ordered.push(build.rows[table](json));
+      for (const table of ['visits', 'timer_events'] as const) for (const line of row[table] ? row[table].split('\n') : []) ordered.push(build.lines[table](line));
+      // A diff is a handful of rows, sent in the order they were written.
       ordered.sort((a, b) => a.version - b.version);
-      const serialized = ordered.map((c) => c.json);
-      const cursor = encodeCursor({ snapshot: row.snapshot, windowFrom: window.from, windowTo: window.to, scope: scopeHash, config: configHash });
+      for (const c of ordered) sink.change(c.json);
       return {
-        reset,
+        reset: null,
+        count: ordered.length,
+        timeZone,
+        ackedThrough: options.clientId === undefined ? null : Number(row.acked),
+        cursor: cursorOf(userId, row.snapshot, window, scope),
+      };
+    },
+
+    /** `stream`, its changes gathered into the result. */
+    async read(userId: string, cursorText: string | null, now: Date, options: FeedReadOptions = {}): Promise<FeedResult> {
+      const serialized: string[] = [];
+      const end = await this.stream(userId, cursorText, now, options, { reset: () => {}, change: (json) => serialized.push(json) });
+      return {
+        reset: end.reset,
         serialized,
         get changes() {
           return serialized.map((json) => JSON.parse(json) as Change);
         },
-        cursor,
-        ackedThrough: options.clientId === undefined ? null : Number(row.acked),
-        timeZone,
+        cursor: end.cursor,
+        ackedThrough: end.ackedThrough,
+        timeZone: end.timeZone,
       };
     },
   };
 }
 
-/** The visit lines of the statement (see `visitLine`) as changes: the sealed columns opened into each upsert. */
-function visitChanges(phi: PhiCrypto, lines: string, out: Array<{ readonly version: number; readonly json: string }>): void {
-  for (const line of lines.split('\n')) {
-    const space = line.indexOf(' ');
-    const version = Number(line.slice(0, space));
-    if (line[space + 1] === 'D') {
-      out.push({ version, json: line.slice(space + 3) });
-      continue;
-    }
-    const a = line.indexOf(' ', space + 3);
-    const b = line.indexOf(' ', a + 1);
-    const c = line.indexOf(' ', b + 1);
-    const id = line.slice(b + 1, c);
-    const open = (sealed: string, column: string) => JSON.stringify(sealed === '-' ? null : phi.open(sealed, 'visits', column, id));
-    const address = open(line.slice(space + 3, a), 'address_enc');
-    const notes = open(line.slice(a + 1, b), 'notes_enc');
-    out.push({ version, json: `${line.slice(c + 1, -2)}, "address" : ${address}, "notes" : ${notes}}}` });
-  }
+const isLineTable = (table: string): table is LineTable => table === 'visits' || table === 'timer_events';
+
+/** The `organization_config` row: sent with every full read, and with a diff when the configuration changed. */
+function configChange(userId: string, scope: Omit<FeedScope, 'timeZone'>): Change {
+  return { table: 'organization_config', op: 'upsert', id: userId, version: 0, row: { ...scope.config } };
+}
+
+function cursorOf(userId: string, snapshot: string, window: Window, scope: Omit<FeedScope, 'timeZone'>): string {
+  return encodeCursor({
+    snapshot,
+    windowFrom: window.from,
+    windowTo: window.to,
+    scope: shortHash({ userId, organizationId: scope.organizationId }),
+    config: shortHash(scope.config),
+  });
+}
+
+/** A visit line of the statements (see `visitLine`) as a change: the sealed columns opened into its upsert. */
+function visitChange(phi: PhiCrypto, line: string): Built {
+  const space = line.indexOf(' ');
+  const version = Number(line.slice(0, space));
+  if (line[space + 1] === 'D') return { version, json: line.slice(space + 3) };
+  const a = line.indexOf(' ', space + 3);
+  const b = line.indexOf(' ', a + 1);
+  const c = line.indexOf(' ', b + 1);
+  const id = line.slice(b + 1, c);
+  const open = (sealed: string, column: string) => JSON.stringify(sealed === '-' ? null : phi.open(sealed, 'visits', column, id));
+  const address = open(line.slice(space + 3, a), 'address_enc');
+  const notes = open(line.slice(a + 1, b), 'notes_enc');
+  return { version, json: `${line.slice(c + 1, -2)}, "address" : ${address}, "notes" : ${notes}}}` };
 }
 
 /**
- * The scope part of the statement: the seat's organization and the effective configuration,
- * by the same pure resolution GET /my-organization/config uses.
+ * The scope part of a read: the seat's organization and the effective configuration, by the
+ * same pure resolution GET /my-organization/config uses.
  */
-function scopeOf(row: Statement): Omit<FeedScope, 'timeZone'> {
-  const [org] = asOrganization(row.organization);
+function scopeOf(row: ScopeRow): Omit<FeedScope, 'timeZone'> {
+  const [json] = parseJson(row.organization) as Array<Record<string, unknown>>;
+  const org = json ? rowFromJson(organizations, json) : null;
   const overrides = (parseJson(row.feature_overrides) ?? {}) as Parameters<typeof effectiveConfig>[0]['personalOverrides'];
   const config = effectiveConfig({ organization: org ? organizationSettingsOf(org) : null, personalOverrides: overrides });
   return { organizationId: org?.id ?? null, config: { ...config, organization: org ? { uuid: org.id, name: org.name } : null } };
