@@ -68,10 +68,9 @@ const child = spawn(
     `--test-concurrency=${process.env.TEST_CONCURRENCY ?? '2'}`,
     '--test-reporter=spec',
     '--test-timeout=600000',
-    // A file whose tests are done exits, whatever it left open: a test that ran into its bound
-    // leaves its client and proxy behind, and the file then held its slot until the 600 s
-    // bound (seen in CI: a PostgreSQL dictation test, 180 s, then 420 s of nothing).
-    '--test-force-exit',
+    // A file whose tests are done exits, whatever it left open (helpers/exit-when-done.ts).
+    '--import',
+    path.join(root, 'helpers', 'exit-when-done.ts'),
     ...files,
   ],
   { stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test', FIELDCHART_TEST_BUILD: buildDir } },
