@@ -439,7 +439,7 @@ export function createFeed(deps: FeedDeps) {
           sink.change(built.json);
           count++;
         });
-        return { reset, count, timeZone, ackedThrough: clientId === undefined ? null : Number(row.acked), cursor: cursorOf(userId, row.snapshot, window, scope) };
+        return { reset, count, timeZone, ackedThrough: clientId === undefined ? null : Number(row.acked), cursor: cursorOf(row.snapshot, window, hashesOf(userId, scope)) };
       },
       { isolationLevel: 'repeatable read', accessMode: 'read only' },
     );
@@ -462,20 +462,22 @@ export function createFeed(deps: FeedDeps) {
       // Rare: the diff turns out to need a reset (the seat changed, or the cursor is from a
       // snapshot this database has not reached), or the time zone changed (the window was
       // another): read again, as it should have been read; at most twice more for the zone.
+      let scope = scopeOf(row);
+      let hashes = hashesOf(userId, scope);
       for (let attempt = 0; ; attempt++) {
-        const scopeHash = shortHash({ userId, organizationId: scopeOf(row).organizationId });
         if (!snapshotPrecedes(since.snapshot, row.snapshot)) return full(userId, options.clientId, now, 'cursor_unknown', sink);
-        if (since.scope !== scopeHash) return full(userId, options.clientId, now, 'scope_changed', sink);
+        if (since.scope !== hashes.scope) return full(userId, options.clientId, now, 'scope_changed', sink);
         const foundZone = row.time_zone ?? DEFAULT_TIME_ZONE;
         if (foundZone === timeZone || attempt === 2) break;
         timeZone = foundZone;
         window = windowOf(now, timeZone);
         row = await diff();
+        scope = scopeOf(row);
+        hashes = hashesOf(userId, scope);
       }
 
-      const scope = scopeOf(row);
       const ordered: Built[] = [];
-      if (since.config !== shortHash(scope.config)) ordered.push({ version: 0, json: JSON.stringify(configChange(userId, scope)) });
+      if (since.config !== hashes.config) ordered.push({ version: 0, json: JSON.stringify(configChange(userId, scope)) });
       for (const table of ROW_TABLES) for (const json of parseJson(row[table]) as Array<Record<string, unknown>>) ordered.push(build.rows[table](json));
       for (const table of ['visits', 'timer_events'] as const) for (const line of row[table] ? row[table].split('\n') : []) ordered.push(build.lines[table](line));
       // A diff is a handful of rows, sent in the order they were written.
@@ -486,7 +488,7 @@ export function createFeed(deps: FeedDeps) {
         count: ordered.length,
         timeZone,
         ackedThrough: options.clientId === undefined ? null : Number(row.acked),
-        cursor: cursorOf(userId, row.snapshot, window, scope),
+        cursor: cursorOf(row.snapshot, window, hashes),
       };
     },
 
@@ -515,14 +517,14 @@ function configChange(userId: string, scope: Omit<FeedScope, 'timeZone'>): Chang
   return { table: 'organization_config', op: 'upsert', id: userId, version: 0, row: { ...scope.config } };
 }
 
-function cursorOf(userId: string, snapshot: string, window: Window, scope: Omit<FeedScope, 'timeZone'>): string {
-  return encodeCursor({
-    snapshot,
-    windowFrom: window.from,
-    windowTo: window.to,
-    scope: shortHash({ userId, organizationId: scope.organizationId }),
-    config: shortHash(scope.config),
-  });
+/** The cursor's scope hash (the user and their seat) and configuration hash. */
+type ScopeHashes = { readonly scope: string; readonly config: string };
+function hashesOf(userId: string, scope: Omit<FeedScope, 'timeZone'>): ScopeHashes {
+  return { scope: shortHash({ userId, organizationId: scope.organizationId }), config: shortHash(scope.config) };
+}
+
+function cursorOf(snapshot: string, window: Window, hashes: ScopeHashes): string {
+  return encodeCursor({ snapshot, windowFrom: window.from, windowTo: window.to, scope: hashes.scope, config: hashes.config });
 }
 
 /** A visit line of the statements (see `visitLine`) as a change: the sealed columns opened into its upsert. */
