@@ -3,25 +3,26 @@
  * prune to the window) → the uploader drains the outbox while the change feed is applied →
  * stay subscribed; on a close, reconnect with backoff (or stop, as the close code says).
  * The engine decides only what happens next and whom to tell; the rest is its collaborators':
- * credentials the session's (session.ts), answers to mutations the uploader's (uploader.ts),
+ * credentials the session's (session.ts), which socket says hello sockets.ts's, answers to
+ * mutations the uploader's (uploader.ts),
  * frames other than `welcome` frames.ts's routes, what a close means after-close.ts's, when to
  * try again reconnect.ts's, the HTTP carrier http-fallback.ts's, whose data device-data.ts's,
  * `whenSynced` waiters.ts's, drafts DraftSync's, the other tabs TabSync's. Incoming messages
  * are handled one after another (each may write the device database), and every background
  * failure becomes status, never an unhandled rejection.
  */
-import { CLOSE_CODES, PROTOCOL_VERSION, type ClientMessage, type ServerMessage } from '@fieldchart/schema/sync';
+import { CLOSE_CODES, type ClientMessage, type ServerMessage } from '@fieldchart/schema/sync';
 import { failureCode } from '../storage/storage-errors.ts';
 import type { FetchLike, RestClient } from '../rest/index.ts';
 import type { WebSocketConstructor } from '../platform/websocket.ts';
 import { platformNetwork, type NetworkStatus } from '../platform/network-status.ts';
 import type { LocalDb } from '../storage/local-db.ts';
-import { clientIdOf, getMeta, type StoredSession } from '../storage/meta.ts';
+import { clientIdOf, type StoredSession } from '../storage/meta.ts';
 import { failureCount, pendingCount } from '../storage/outbox.ts';
 import { stepAfterClose, WENT_OFFLINE, type EndStep } from './after-close.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { socketCarrier } from './carriers.ts';
-import { Connection } from './connection.ts';
+import type { Connection } from './connection.ts';
 import { DeviceData, storedStatus } from './device-data.ts';
 import { DraftSync } from './drafts.ts';
 import { Emitter } from './emitter.ts';
@@ -30,8 +31,8 @@ import { FeedReceiver } from './feed.ts';
 import { frameRouter, type RoutedFrame } from './frames.ts';
 import { HttpFallback } from './http-fallback.ts';
 import { Session } from './session.ts';
-import { SpareSocket } from './spare-socket.ts';
 import { Reconnect } from './reconnect.ts';
+import { Sockets } from './sockets.ts';
 import { StatusStore, type SyncStatus } from './status.ts';
 import type { TabLink } from './tab-link.ts';
 import { TabSync } from './tab-sync.ts';
@@ -86,16 +87,11 @@ export class SyncEngine {
   private readonly uploader: Uploader;
   private readonly feed: FeedReceiver;
   private readonly fallback: HttpFallback;
-  private conn: Connection | null = null;
-  /** A second socket opening beside `conn` while `conn` has not opened (spare-socket.ts). */
-  private readonly spare: SpareSocket;
-  /** The client id the current socket said hello with. */
-  private helloClientId: string | null = null;
+  private readonly sockets: Sockets;
   /** The socket's carrier once the server said `welcome` (null before, and for HTTP). */
   private welcomed: Carrier | null = null;
   private running = false;
   private closed = false;
-  private connecting = false;
   /** The last socket was taken over by another install with this client id (4409). */
   private superseded = false;
   /** Incoming messages and closes, handled strictly in order. */
@@ -115,16 +111,6 @@ export class SyncEngine {
     this.reconnect = new Reconnect(() => void this.connect(), {
       ...(opts.backoff ? { backoff: opts.backoff } : {}),
       ...(opts.openTimeoutMs !== undefined ? { firstHandshakeMs: opts.openTimeoutMs } : {}),
-    });
-    this.spare = new SpareSocket({
-      overlapAfterMs: () => this.reconnect.overlapAfterMs,
-      firstHandshakeMs: () => this.reconnect.firstHandshakeMs,
-      dial: async (handshakeMs, wanted) => {
-        const token = await this.session.tokenForHello().catch(() => null);
-        return token ? this.dial(token, handshakeMs, wanted) : null;
-      },
-      stuck: (primary) => this.running && !this.closed && this.conn === primary && !primary.isOpen,
-      onError: (err) => this.state.failWith(err, 'internal'),
     });
     this.session = new Session({
       db,
@@ -153,11 +139,12 @@ export class SyncEngine {
       events: this.events,
       ...(opts.backoff ? { backoff: opts.backoff } : {}),
       onAnswered: async () => {
-        await this.feed.settleAnswered(this.helloClientId !== null && this.helloClientId === (await clientIdOf(db)));
+        const helloClientId = this.sockets.helloClientId;
+        await this.feed.settleAnswered(helloClientId !== null && helloClientId === (await clientIdOf(db)));
         await this.waiters.settle();
       },
       // A socket said hello under the old id: a new one says it under the new id.
-      onRekeyed: () => (this.conn ? this.conn.close(CLOSE_CODES.client_reconnect, 'new client id') : this.fallback.takeUpIfWanted()),
+      onRekeyed: () => (this.sockets.current ? this.sockets.close(CLOSE_CODES.client_reconnect, 'new client id') : this.fallback.takeUpIfWanted()),
     });
     this.fallback = new HttpFallback({
       db,
@@ -169,6 +156,24 @@ export class SyncEngine {
       onEnded: (end) => this.enqueue(() => this.endAndWipe(end)),
     });
     this.feed = new FeedReceiver({ db, status: this.state, events: this.events });
+    this.sockets = new Sockets({
+      db,
+      url: opts.url,
+      WebSocket: opts.WebSocket,
+      reconnect: this.reconnect,
+      tokenForHello: () => this.session.tokenForHello(),
+      wanted: () => this.leading && this.running && !this.closed,
+      retryLater: () => this.scheduleReconnect(),
+      opened: () => this.fallback.letGo(),
+      message: (conn, m) => this.enqueue(() => this.handle(conn, m)),
+      invalid: (conn, reason) => {
+        this.state.fail('bad_message', reason);
+        // Resume from the last stored checkpoint rather than act on a frame we cannot read.
+        conn.close(CLOSE_CODES.bad_message, 'bad message');
+      },
+      closed: (conn, code, reason) => this.enqueue(() => this.handleClose(conn, code, reason)),
+      onError: (err) => this.state.failWith(err, 'internal'),
+    });
     this.waiters = new SyncWaiters({ status: this.state, caughtUp: () => this.feed.caughtUp() });
     this.route = frameRouter({
       feed: this.feed,
@@ -273,21 +278,19 @@ export class SyncEngine {
   /** Drops the socket now (tests, or an app going to the background); reconnects with backoff. */
   dropConnection(): void {
     if (!this.leading) return this.tabs?.tellLeader({ type: 'reconnect' });
-    this.spare.drop();
-    this.conn?.close(CLOSE_CODES.client_reconnect, 'client reconnect');
+    this.sockets.close(CLOSE_CODES.client_reconnect, 'client reconnect');
   }
 
   /** The platform lost the network: an open socket is dead even if it does not know it yet. */
   private wentOffline(): void {
-    this.spare.drop();
-    this.conn?.close(CLOSE_CODES.client_reconnect, WENT_OFFLINE);
+    this.sockets.close(CLOSE_CODES.client_reconnect, WENT_OFFLINE);
   }
 
   /** The network is back: connect now, not when the backoff would have tried next. */
   private cameOnline(): void {
     if (!this.running || this.closed) return;
     this.reconnect.resetDelay();
-    if (this.conn || this.connecting) return;
+    if (this.sockets.busy) return;
     this.reconnect.cancel();
     void this.connect();
   }
@@ -324,75 +327,12 @@ export class SyncEngine {
   }
 
   private async connect(): Promise<void> {
-    if (!this.leading || !this.running || this.conn || this.closed || this.connecting) return;
-    this.connecting = true;
-    try {
-      await this.openSocket();
-    } finally {
-      this.connecting = false;
-    }
-  }
-
-  private async openSocket(): Promise<void> {
-    this.reconnect.cancel();
-    let token: string | null;
-    try {
-      token = await this.session.tokenForHello();
-    } catch {
-      return this.scheduleReconnect();
-    }
-    if (!this.running || this.conn || !token) return;
-    const handshakeMs = this.reconnect.handshakeMs;
-    const conn = await this.dial(token, handshakeMs, () => this.running && !this.conn);
-    if (!conn) return;
-    this.conn = conn;
-    this.spare.arm(conn, handshakeMs);
-  }
-
-  /** A socket that says hello with `token` once it opens; null if `wanted` no longer holds by then. */
-  private async dial(token: string, handshakeMs: number, wanted: () => boolean): Promise<Connection | null> {
-    const clientId = await clientIdOf(this.opts.db);
-    const cursor = await getMeta(this.opts.db, 'cursor');
-    if (!wanted()) return null;
-    const conn: Connection = new Connection(this.opts.WebSocket, this.opts.url, {
-      onOpen: () => {
-        // One hello per attempt: of two sockets opening, the first to open is the one.
-        if (!this.openedFirst(conn)) return conn.close(CLOSE_CODES.normal, 'another socket opened first');
-        this.fallback.letGo();
-        this.helloClientId = clientId;
-        conn.send({ type: 'hello', protocol: PROTOCOL_VERSION, token, client_id: clientId, cursor });
-      },
-      onMessage: (m) => this.enqueue(() => this.handle(conn, m)),
-      onInvalid: (reason) => {
-        this.state.fail('bad_message', reason);
-        // Resume from the last stored checkpoint rather than act on a frame we cannot read.
-        conn.close(CLOSE_CODES.bad_message, 'bad message');
-      },
-      onClose: (code, reason) => this.enqueue(() => this.handleClose(conn, code, reason)),
-    }, handshakeMs);
-    return conn;
-  }
-
-  /** `conn` opened: true if it is the attempt to go on with (the other one is closed, unheard). */
-  private openedFirst(conn: Connection): boolean {
-    if (conn === this.conn) {
-      this.spare.drop();
-      return true;
-    }
-    if (!this.spare.is(conn) || this.conn?.isOpen) return false;
-    // The spare got through first: it is the socket from now on.
-    const stuck = this.conn;
-    this.conn = this.spare.take();
-    stuck?.close(CLOSE_CODES.normal, 'another socket opened first');
-    return true;
+    if (this.leading && this.running && !this.closed) await this.sockets.connect();
   }
 
   /** Closes the socket from this side, now; nothing reconnects unless `run` says so. */
   private disconnect(): void {
-    this.spare.drop();
-    const conn = this.conn;
-    this.conn = null;
-    conn?.close(CLOSE_CODES.normal, 'bye');
+    this.sockets.forget();
     this.afterClose();
     this.reconnect.cancel();
   }
@@ -416,7 +356,7 @@ export class SyncEngine {
     this.queue = this.queue.then(fn).catch((err: unknown) => {
       this.state.failWith(err, 'internal');
       // A failure half way through a message leaves the socket's state unknown: start over.
-      this.conn?.close(CLOSE_CODES.client_reconnect, 'client error');
+      this.sockets.close(CLOSE_CODES.client_reconnect, 'client error');
     });
   }
 
@@ -426,19 +366,16 @@ export class SyncEngine {
   }
 
   private send(m: ClientMessage): boolean {
-    return this.welcomed !== null && this.conn !== null ? this.conn.send(m) : false;
+    return this.welcomed !== null && this.sockets.current !== null ? this.sockets.current.send(m) : false;
   }
 
   private async handleClose(conn: Connection, code: number, reason: string): Promise<void> {
-    if (this.spare.is(conn)) return this.spare.ended(this.conn);
-    if (this.conn !== conn) return;
-    this.conn = null;
+    if (!this.sockets.ended(conn)) return;
     const wasWelcomed = this.welcomed !== null;
     this.afterClose();
     const step = stepAfterClose(code, reason, { welcomed: wasWelcomed, offline: this.network?.online === false });
     // A spare still opening takes the place of a socket that failed; on any other step it goes too.
-    const spare = this.running && step.next === 'retry' ? this.spare.take() : null;
-    this.spare.drop();
+    const handedOver = this.sockets.handOver(this.running && step.next === 'retry');
     if (!this.running) return;
     if (step.next === 'end') return this.endAndWipe(step);
     if (step.error) this.state.fail(step.error.code, step.error.message);
@@ -456,10 +393,7 @@ export class SyncEngine {
         return this.halt(step.reason);
       case 'retry':
         this.reconnect.count(step.attempt);
-        if (spare) {
-          this.conn = spare;
-          return this.spare.arm(spare, this.reconnect.firstHandshakeMs);
-        }
+        if (handedOver) return;
         this.scheduleReconnect();
         await this.fallback.takeUpIfWanted();
     }
@@ -525,10 +459,10 @@ export class SyncEngine {
   // ——— messages ———
 
   private async handle(conn: Connection, m: ServerMessage): Promise<void> {
-    if (this.conn !== conn) return;
+    if (this.sockets.current !== conn) return;
     if (m.type !== 'welcome') return this.route(m);
     // Re-keyed (over HTTP) while this socket was opening: it speaks for the old id.
-    if (this.helloClientId !== (await clientIdOf(this.opts.db))) return conn.close(CLOSE_CODES.client_reconnect, 'new client id');
+    if (this.sockets.helloClientId !== (await clientIdOf(this.opts.db))) return conn.close(CLOSE_CODES.client_reconnect, 'new client id');
     return this.welcome(conn, m);
   }
 
