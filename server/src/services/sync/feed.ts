@@ -422,9 +422,17 @@ export function createFeed(deps: FeedDeps) {
    * not by version: within one snapshot each row comes once, and a device applies the unit
    * whole (docs/sync-protocol.md, Batches and checkpoints).
    */
-  function full(userId: string, clientId: string | undefined, now: Date, reset: NonNullable<FeedResult['reset']>, sink: FeedSink): Promise<FeedEnd> {
+  async function full(userId: string, clientId: string | undefined, now: Date, reset: NonNullable<FeedResult['reset']>, sink: FeedSink): Promise<FeedEnd> {
     sink.reset(reset);
-    return db.transaction(
+    let count = 0;
+    const handle = ({ table, line }: FullRow) => {
+      sink.change((isLineTable(table) ? build.lines[table](line) : build.rows[table](JSON.parse(line) as Record<string, unknown>)).json);
+      count++;
+    };
+    // On the embedded database a transaction holds every other request until it ends: there the
+    // rows are built after it, as a diff's are.
+    const later: FullRow[] | null = deps.oneSession ? [] : null;
+    const end = await db.transaction(
       async (tx) => {
         const bound = (window: Window) => boundTo({ user: userId, client: clientId ?? NO_CLIENT, from: window.from, to: window.to });
         const [row] = (await tx.select(named(scopeFields(bound({ from: '', to: '' })))).from(ONE)) as ScopeRow[];
@@ -433,16 +441,14 @@ export function createFeed(deps: FeedDeps) {
         const timeZone = row.time_zone ?? DEFAULT_TIME_ZONE;
         const window = windowOf(now, timeZone);
         sink.change(JSON.stringify(configChange(userId, scope)));
-        let count = 1;
-        await eachRow<{ table: RowTable | LineTable; line: string }>(tx, fullRows(bound(window)), ({ table, line }) => {
-          const built = isLineTable(table) ? build.lines[table](line) : build.rows[table](JSON.parse(line) as Record<string, unknown>);
-          sink.change(built.json);
-          count++;
-        });
-        return { reset, count, timeZone, ackedThrough: clientId === undefined ? null : Number(row.acked), cursor: cursorOf(row.snapshot, window, hashesOf(userId, scope)) };
+        count++;
+        await eachRow<FullRow>(tx, fullRows(bound(window)), later ? (r) => later.push(r) : handle);
+        return { reset, timeZone, ackedThrough: clientId === undefined ? null : Number(row.acked), cursor: cursorOf(row.snapshot, window, hashesOf(userId, scope)) };
       },
       { isolationLevel: 'repeatable read', accessMode: 'read only' },
     );
+    later?.forEach(handle);
+    return { ...end, count };
   }
 
   return {
@@ -510,6 +516,7 @@ export function createFeed(deps: FeedDeps) {
   };
 }
 
+type FullRow = { readonly table: RowTable | LineTable; readonly line: string };
 const isLineTable = (table: string): table is LineTable => table === 'visits' || table === 'timer_events';
 
 /** The `organization_config` row: sent with every full read, and with a diff when the configuration changed. */
