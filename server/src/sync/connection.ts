@@ -92,6 +92,8 @@ export class SyncConnection implements DraftPeer, HeldConnection {
   }
   private feedRunning = false;
   private feedAgain = false;
+  /** Bytes of feed frames handed to the socket and not yet written. */
+  private feedBytesQueued = 0;
   /** A mutation batch is being applied (its own pokes arrive meanwhile). */
   private applying = false;
   private lastBatchAt = 0;
@@ -158,20 +160,22 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     if (this.socket.readyState !== this.socket.OPEN) return;
     // A device that stops reading (or reads slower than it is sent to) is dropped rather than
     // buffered without bound; it resumes from its cursor when it reconnects.
-    if (this.socket.bufferedAmount > MAX_BUFFERED_BYTES) return void this.socket.terminate();
+    // The feed run's own frames do not count: they are as many bytes as one read holds, and the
+    // run waits for them (an ack sent during a big first sync is not a device that stopped reading).
+    if (this.socket.bufferedAmount - this.feedBytesQueued > MAX_BUFFERED_BYTES) return void this.socket.terminate();
     this.socket.send(JSON.stringify(message));
   }
 
-  /** A frame of a feed run: not held to MAX_BUFFERED_BYTES, since the run ends by waiting for its frames to drain. */
-  private sendFeedFrame(frame: string): void {
-    if (this.state === 'open' && this.socket.readyState === this.socket.OPEN) this.socket.send(frame);
-  }
-
-  /** Resolves once the frame is handed to the OS. */
-  private sendAndDrain(message: ServerMessage | string): Promise<void> {
+  /** A frame of a feed run, sent at once; resolves once it is handed to the OS. */
+  private sendFeedFrame(frame: string): Promise<void> {
     return new Promise((resolve) => {
-      if (this.socket.readyState !== this.socket.OPEN) return resolve();
-      this.socket.send(typeof message === 'string' ? message : JSON.stringify(message), () => resolve());
+      if (this.state !== 'open' || this.socket.readyState !== this.socket.OPEN) return resolve();
+      const bytes = Buffer.byteLength(frame);
+      this.feedBytesQueued += bytes;
+      this.socket.send(frame, () => {
+        this.feedBytesQueued -= bytes;
+        resolve();
+      });
     });
   }
 
@@ -363,18 +367,18 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     // Frames go out as the feed builds them; the last (with the checkpoint) is awaited until it
     // is handed to the OS, and with it every frame before it. A slow device's frames wait in
     // the socket's buffer meanwhile: as many bytes as one read held in memory before streaming.
-    const frames = new FeedFrames((frame) => this.sendFeedFrame(frame));
+    const frames = new FeedFrames((frame) => void this.sendFeedFrame(frame));
     // Protocol 2: the device learns which of its mutations this snapshot reflects.
     const result = await this.host.hooks.feed(
       this.userId,
       this.cursor,
       this.host.now(),
       { timeZone: this.timeZone, ...(this.protocol >= 2 ? { clientId: this.clientId } : {}) },
-      { reset: (reason) => this.sendFeedFrame(JSON.stringify({ type: 'reset', reason } satisfies ServerMessage)), change: (json) => frames.add(json) },
+      { reset: (reason) => void this.sendFeedFrame(JSON.stringify({ type: 'reset', reason } satisfies ServerMessage)), change: (json) => frames.add(json) },
     );
     this.timeZone = result.timeZone;
     if (this.state !== 'open') return;
-    await this.sendAndDrain(frames.last(result.cursor));
+    await this.sendFeedFrame(frames.last(result.cursor));
     if (this.state !== 'open') return;
     this.cursor = result.cursor;
     this.send({

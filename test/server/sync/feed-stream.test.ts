@@ -3,13 +3,17 @@
  * PostgreSQL (the feed builds and sends the first while the database reads the rest), in
  * order on both databases, and an error in the handler stops the handover and surfaces once
  * the statement is done; `FeedFrames` cuts the changes into the protocol's frames as they
- * arrive.
+ * arrive; a device that pauses during a first sync bigger than the socket's send bound is
+ * still answered, since the feed's own frames do not count against it.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { sql } from 'drizzle-orm';
+import { randomUUID } from 'node:crypto';
 import { forEachBackend, type TestDatabase } from '../../helpers/backends.ts';
+import { helloSync, nextFeed } from '../../helpers/sync-socket.ts';
+import { registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
 import { rowsOf } from '../../../server/src/db/database.ts';
 import { eachRow } from '../../../server/src/db/each-row.ts';
 import { FeedFrames } from '../../../server/src/sync/feed-frames.ts';
@@ -95,4 +99,36 @@ test('FeedFrames: frames of at most 500 changes and 1 MiB, in order, the checkpo
   );
   const empty = new FeedFrames(() => assert.fail('no frame before the last'));
   assert.deepEqual(JSON.parse(empty.last('c')), { type: 'changes', changes: [], checkpoint: 'c', more: false });
+});
+
+forEachBackend('a first sync bigger than the send bound', (backend) => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer(backend);
+  });
+  after(() => server.close());
+
+  test('a mutation answered while 20 MB of feed frames wait unread does not drop the device', async () => {
+    const user = await registerUser(server);
+    // 2,000 notifications of 10 kB: a first sync of about 20 MB, past the 16 MiB a device may leave unread.
+    await server.runtime.database.db.execute(
+      sql`insert into notifications (id, owner_id, type, title, body, data, created_at)
+          select gen_random_uuid(), ${user.uuid}::uuid, 'note_ready', 'Your note is ready', repeat('x', 10000), '{}'::jsonb, now() from generate_series(1, 2000)`,
+    );
+    const { socket } = await helloSync(server, user.token, randomUUID());
+    // The device stops reading: the frames pile up in the server's send buffer.
+    socket.ws.pause();
+    await new Promise((r) => setTimeout(r, 2000));
+    socket.send({ type: 'mutation', mutation_id: 1, name: 'patient.create', args: { uuid: randomUUID(), first_name: 'Ada', last_name: 'Quince' }, client_time: new Date().toISOString() });
+    await new Promise((r) => setTimeout(r, 1500));
+    let closed = false;
+    void socket.closed.then(() => (closed = true));
+    socket.ws.resume();
+    const feed = await nextFeed(socket, 60_000);
+    assert.equal(feed.changes.filter((c) => c.table === 'notifications').length, 2000);
+    const ack = await socket.next('ack', (m) => m.mutation_id === 1, 30_000);
+    assert.equal(ack.mutation_id, 1);
+    assert.equal(closed, false, 'the socket stayed open');
+    socket.close();
+  });
 });
