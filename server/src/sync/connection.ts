@@ -170,10 +170,11 @@ export class SyncConnection implements DraftPeer, HeldConnection {
   private sendFeedFrame(frame: string): Promise<void> {
     return new Promise((resolve) => {
       if (this.state !== 'open' || this.socket.readyState !== this.socket.OPEN) return resolve();
-      const bytes = Buffer.byteLength(frame);
-      this.feedBytesQueued += bytes;
-      this.socket.send(frame, () => {
-        this.feedBytesQueued -= bytes;
+      // Encoded here rather than by ws (which would encode a string the same way), so its size is known.
+      const data = Buffer.from(frame);
+      this.feedBytesQueued += data.length;
+      this.socket.send(data, { binary: false }, () => {
+        this.feedBytesQueued -= data.length;
         resolve();
       });
     });
