@@ -109,6 +109,19 @@ export class DeviceData {
     events.emit('change', { reason: 'reset' });
   }
 
+  /** A local write was made: the status counts the outbox again. */
+  async counted(): Promise<void> {
+    const { db, status } = this.opts;
+    try {
+      status.patch({ pending: await pendingCount(db), failed: await failureCount(db) });
+    } catch (err) {
+      // The write is made; a count that cannot be read now (a full storage) is state, not its
+      // failure. One more is pending at least, so `whenSynced` does not answer early.
+      status.failWith(err, 'internal');
+      status.patch({ pending: status.value.pending + 1 });
+    }
+  }
+
   /** {@link wipe} in the background: a storage failure here is state, like any other. */
   async wipeInBackground(): Promise<void> {
     try {
