@@ -8,10 +8,13 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import { sql } from 'drizzle-orm';
+import { is, Placeholder, sql } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import { forEachBackend, type TestDatabase } from '../helpers/backends.ts';
 import { rowsOf } from '../../server/src/db/database.ts';
-import { runPrepared } from '../../server/src/db/one-statement.ts';
+import { foldPlaceholders, runPrepared, sessionPrepared } from '../../server/src/db/one-statement.ts';
+
+const dialect = new PgDialect();
 
 /** Text PostgreSQL accepts: no NUL (the project's text rule refuses it at the edge) and no lone surrogate. */
 const pgText = fc.string({ unit: 'grapheme', maxLength: 60 }).map((s) => s.replace(/\0/g, ''));
@@ -72,5 +75,39 @@ forEachBackend('runPrepared', (backend) => {
     );
     const left = rowsOf<{ n: number }>(await db.execute(sql`select count(*)::int as n from one_statement_probe`));
     assert.equal(left[0]?.n, 0, 'the insert was part of the rolled-back transaction');
+  });
+});
+
+test('foldPlaceholders: each placeholder one parameter wherever it was used, bound values kept in order; a `$` it cannot place throws', () => {
+  const folded = foldPlaceholders(
+    dialect.sqlToQuery(sql`select ${sql.placeholder('a')}::int + ${sql.placeholder('b')}::int + ${sql.placeholder('a')}::int + ${7}::int, ${'x'}::text, ${sql.placeholder('b')}::int`),
+  );
+  assert.equal(folded.sql, 'select $1::int + $2::int + $1::int + $3::int, $4::text, $2::int');
+  assert.deepEqual(
+    folded.params.map((p) => (is(p, Placeholder) ? `:${p.name}` : p)),
+    [':a', ':b', 7, 'x'],
+  );
+  assert.throws(() => foldPlaceholders({ sql: 'select $1, $2', params: [sql.placeholder('a')] }), /names no parameter/);
+  assert.throws(() => foldPlaceholders({ sql: 'select 1', params: [sql.placeholder('a')] }), /does not list/);
+});
+
+forEachBackend('a folded statement', (backend) => {
+  let t: TestDatabase;
+  before(async () => {
+    t = await backend.open();
+  });
+  after(() => t.drop());
+
+  test('runs with the values named once, as a prepared statement (and on PGlite as PREPARE … EXECUTE)', async () => {
+    const db = t.database.db;
+    const query = foldPlaceholders(dialect.sqlToQuery(sql`select ${sql.placeholder('n')}::int * 2 + ${sql.placeholder('n')}::int as v, ${sql.placeholder('s')}::text || ${sql.placeholder('s')}::text as w`));
+    for (const n of [1, 5]) {
+      const rows = rowsOf<{ v: number; w: string }>(await db._.session.prepareQuery(query, undefined, 'fold_probe', false).execute({ n, s: `s${n}` }));
+      assert.deepEqual({ ...rows[0] }, { v: 3 * n, w: `s${n}s${n}` });
+      // PREPARE … EXECUTE is the one-session database's way (a pool's next query may be on another connection).
+      if (backend.name !== 'pglite') continue;
+      const [row] = await sessionPrepared<{ v: number; w: string }>(db, `fold_probe_${n}`, query)({ n, s: `s${n}` });
+      assert.deepEqual({ ...row }, { v: 3 * n, w: `s${n}s${n}` });
+    }
   });
 });

@@ -8,7 +8,7 @@
  * once per session and run by `EXECUTE`. Rows come back as JSON and are mapped to drizzle's row
  * types by the table's own column decoders.
  */
-import { fillPlaceholders, getTableColumns, is, sql, type SQL } from 'drizzle-orm';
+import { fillPlaceholders, getTableColumns, is, Placeholder, sql, type SQL } from 'drizzle-orm';
 import { PgDialect, type PgTable } from 'drizzle-orm/pg-core';
 import { PgliteSession } from 'drizzle-orm/pglite';
 import pg from 'pg';
@@ -98,4 +98,35 @@ export function sessionPrepared<R>(db: Db, name: string, query: { readonly sql: 
     await prepared;
     return rowsOf<R>(await db.execute(executeSql(name, fillPlaceholders([...query.params], values))));
   };
+}
+
+/**
+ * A built query whose placeholders each stand once: drizzle numbers every use of a placeholder
+ * as a parameter of its own (a statement that names the user twenty times binds it twenty
+ * times); here each name is one parameter, used wherever the query used any of its copies.
+ * Bound values are left as they are. PostgreSQL then parses each value once, and the driver
+ * sends it once.
+ */
+export function foldPlaceholders(query: { readonly sql: string; readonly params: readonly unknown[] }): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const byName = new Map<string, number>();
+  const number = query.params.map((param) => {
+    if (is(param, Placeholder)) {
+      const known = byName.get(param.name);
+      if (known !== undefined) return known;
+      byName.set(param.name, params.push(param));
+      return params.length;
+    }
+    return params.push(param);
+  });
+  let replaced = 0;
+  const text = query.sql.replace(/\$(\d+)(?!\d)/g, (match, n: string) => {
+    const to = number[Number(n) - 1];
+    if (to === undefined) throw new Error(`foldPlaceholders: ${match} names no parameter`);
+    replaced++;
+    return `$${to}`;
+  });
+  // Every parameter is used once by drizzle's numbering: anything else is a `$` the fold misread.
+  if (replaced !== query.params.length) throw new Error('foldPlaceholders: the query text has parameters it does not list');
+  return { sql: text, params };
 }
