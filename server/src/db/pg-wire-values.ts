@@ -155,3 +155,21 @@ export function normalizeQuery(textOrConfig: string | PgQueryConfig, values: rea
     extended,
   };
 }
+
+/**
+ * pg's `query(text, values?, callback?)`: the call's values, and its answer as pg gives it —
+ * the promise, or (given a callback) nothing, the callback told when `run` settles.
+ */
+export function answerQuery<R>(
+  valuesOrCallback: readonly unknown[] | PgQueryCallback<R> | undefined,
+  maybeCallback: PgQueryCallback<R> | undefined,
+  run: (values: readonly unknown[] | undefined) => Promise<PgQueryResult<R>>,
+): Promise<PgQueryResult<R>> | void {
+  const callback = typeof valuesOrCallback === 'function' ? valuesOrCallback : maybeCallback;
+  const promise = run(typeof valuesOrCallback === 'function' ? undefined : valuesOrCallback);
+  if (!callback) return promise;
+  promise.then(
+    (result) => callback(null, result),
+    (err: unknown) => callback(err instanceof Error ? err : new Error(String(err)), undefined),
+  );
+}

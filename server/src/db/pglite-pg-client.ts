@@ -9,6 +9,7 @@ import { TransactionAbortedError } from '@electric-sql/pglite';
 import type { QueryOptions, Results, Transaction } from '@electric-sql/pglite';
 import type { EmbeddedPglite } from './pglite-thread-client.ts';
 import {
+  answerQuery,
   commandResult,
   normalizeQuery,
   passThroughSerializers,
@@ -163,14 +164,7 @@ export class PglitePgClient extends EventEmitter {
     valuesOrCallback?: readonly unknown[] | PgQueryCallback<R>,
     maybeCallback?: PgQueryCallback<R>,
   ): Promise<PgQueryResult<R>> | void {
-    const callback = typeof valuesOrCallback === 'function' ? valuesOrCallback : maybeCallback;
-    const values = typeof valuesOrCallback === 'function' ? undefined : valuesOrCallback;
-    const promise = this.#enqueue(() => this.#run<R>(normalizeQuery(textOrConfig, values)));
-    if (!callback) return promise;
-    promise.then(
-      (result) => callback(null, result),
-      (err: unknown) => callback(err instanceof Error ? err : new Error(String(err)), undefined),
-    );
+    return answerQuery(valuesOrCallback, maybeCallback, (values) => this.#enqueue(() => this.#run<R>(normalizeQuery(textOrConfig, values))));
   }
 
   /**

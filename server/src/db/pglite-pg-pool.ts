@@ -24,7 +24,7 @@ import pg from 'pg';
 import type { Pool } from 'pg';
 import type { EmbeddedPglite } from './pglite-thread-client.ts';
 import { PglitePgClient, type PglitePgClientOwner } from './pglite-pg-client.ts';
-import type { PgQueryCallback, PgQueryConfig, PgQueryResult, PgRow } from './pg-wire-values.ts';
+import { answerQuery, type PgQueryCallback, type PgQueryConfig, type PgQueryResult, type PgRow } from './pg-wire-values.ts';
 
 export { PglitePgClient } from './pglite-pg-client.ts';
 export type { PgQueryCallback, PgQueryConfig, PgQueryResult, PgRow } from './pg-wire-values.ts';
@@ -121,22 +121,15 @@ export class PglitePgPool extends EventEmitter implements PglitePgClientOwner {
     valuesOrCallback?: readonly unknown[] | PgQueryCallback<R>,
     maybeCallback?: PgQueryCallback<R>,
   ): Promise<PgQueryResult<R>> | void {
-    const callback = typeof valuesOrCallback === 'function' ? valuesOrCallback : maybeCallback;
-    const values = typeof valuesOrCallback === 'function' ? undefined : valuesOrCallback;
     // Same as pg.Pool#query: a one-shot client, released whatever happens.
-    const promise = (async () => {
+    return answerQuery(valuesOrCallback, maybeCallback, async (values) => {
       const client = await this.connect();
       try {
         return await client.query<R>(textOrConfig, values);
       } finally {
         await client.release();
       }
-    })();
-    if (!callback) return promise;
-    promise.then(
-      (result) => callback(null, result),
-      (err: unknown) => callback(err instanceof Error ? err : new Error(String(err)), undefined),
-    );
+    });
   }
 
   /** Like pg: refuses new clients at once, resolves when every checked-out client is released. */
