@@ -106,6 +106,45 @@ forEachBackend('audit hash chain', (backend) => {
     ]);
   });
 
+  test('one statement of interleaved chains, savepoints kept and rolled back: each chain as row-by-row writes make it, and the heads table names every last row after each statement', async () => {
+    const audit = createAuditLog({ db, clock: systemClock });
+    const entry = (i: number) => ({ ctx: ctxOf(orgA, [alice, bob, alice, null, alice][i % 5] ?? null), entry: { action: 'read' as const, resourceType: 'visit', details: { i } } });
+    const headsMatchRows = async (on: Db) => {
+      const wrong = rowsOf<{ chain: string }>(
+        await on.execute(sql`select h.chain from audit_chain_heads h
+          left join audit_log l on l.chain = h.chain and l.chain_seq = h.seq
+          where l.id is null or l.row_hash <> h.hash
+             or h.seq <> (select max(chain_seq) from audit_log m where m.chain = h.chain)`),
+      );
+      assert.deepEqual(wrong.map((r) => r.chain), []);
+    };
+    await db.transaction(async (tx) => {
+      // One INSERT: alice, bob, alice, the organization, alice.
+      await audit.recordSucceeded(tx, [0, 1, 2, 3, 4].map(entry));
+      await headsMatchRows(tx);
+      await assert.rejects(
+        tx.transaction(async (sp) => {
+          await audit.recordSucceeded(sp, [0, 2].map(entry));
+          throw new Error('rolled back');
+        }),
+        /rolled back/,
+      );
+      await tx.transaction(async (sp) => audit.recordSucceeded(sp, [1].map(entry)));
+      await audit.recordSucceeded(tx, [0].map(entry));
+      await headsMatchRows(tx);
+    });
+    // A new transaction starts from the table's head.
+    await audit.record(db, ctxOf(orgA, alice), { action: 'read', resourceType: 'visit' }, 'success');
+    const seqs = async (chain: string) => rowsOf<{ s: string | number }>(await db.execute(sql`select chain_seq as s from audit_log where chain = ${chain} order by chain_seq`)).map((r) => Number(r.s));
+    assert.deepEqual(await seqs(`user:${alice}`), [1, 2, 3, 4, 5]);
+    assert.deepEqual(await seqs(`user:${bob}`), [1, 2]);
+    assert.deepEqual(await seqs(`org:${orgA}`), [1]);
+    await headsMatchRows(db);
+    const v = await createAuditVerify({ db }).verify();
+    assert.equal(v.ok, true, JSON.stringify(v.broken));
+    assert.equal(v.rowsChecked, 8);
+  });
+
   test('concurrent writers of one chain (one clinician on several devices) never fork it', async () => {
     const audit = createAuditLog({ db, clock: systemClock });
     const writers = Array.from({ length: 12 }, (_, i) =>
