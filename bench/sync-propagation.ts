@@ -24,6 +24,8 @@
  *
  * --quick (or BENCH_QUICK=1): 50 writes instead of 300. BENCH_CPU_PROF=<dir>: a CPU profile of
  * the servers during the writes. PGlite by default, PostgreSQL with BENCH_DATABASE_URL.
+ * BENCH_PROPAGATION_HISTORY=<visits>: the writing clinician's window holds that many visits,
+ * each with its four timer events (default: 20 visits without events).
  * Output: a table, then one JSON line (last on stdout).
  */
 import os from 'node:os';
@@ -34,15 +36,22 @@ const WARMUP = 20;
 const IDLE_DEVICES = 100;
 /** Clinicians the idle devices belong to (a user holds at most 10 sockets on a node). */
 const IDLE_CLINICIANS = 20;
+/** The writer's history in the window: a diff's cost may grow with it. */
+const HISTORY_VISITS = Number(process.env.BENCH_PROPAGATION_HISTORY ?? 0);
 
 const loadBefore = os.loadavg()[0] ?? 0;
 const child = await startSyncServers();
 try {
   const s = child.servers;
   const api = s.apiOrigin + s.apiPrefix;
-  process.stderr.write(`sync-propagation: ${s.backend}, ${WRITES} writes one at a time after ${WARMUP} warm-up, load ${fmt(os.loadavg()[0] ?? 0, 2)}\n`);
+  process.stderr.write(`sync-propagation: ${s.backend}, ${WRITES} writes one at a time after ${WARMUP} warm-up, writer's window ${HISTORY_VISITS > 0 ? `${HISTORY_VISITS} visits with 4 events each` : '20 visits'}, load ${fmt(os.loadavg()[0] ?? 0, 2)}\n`);
   const user = await child.rpc('register', {});
-  const { visitIds } = await child.rpc('seed-bulk', { userId: user.userId, patients: 5, visits: 20, eventsPerVisit: 0, withEvents: false });
+  const { visitIds } = await child.rpc(
+    'seed-bulk',
+    HISTORY_VISITS > 0
+      ? { userId: user.userId, patients: 5, visits: HISTORY_VISITS, eventsPerVisit: 4, withEvents: true }
+      : { userId: user.userId, patients: 5, visits: 20, eventsPerVisit: 0, withEvents: false },
+  );
   const visit = visitIds[0] as string;
 
   process.stderr.write(`  ${IDLE_DEVICES} idle devices of ${IDLE_CLINICIANS} other clinicians…\n`);
@@ -152,6 +161,7 @@ try {
       writes: WRITES,
       framesAtDevice: unrelated,
       idleDevices: IDLE_DEVICES,
+      historyVisits: HISTORY_VISITS,
       framesAtIdleDevices: idleFrames,
       writeToDeviceVsFloor: { p50: Number((write.p50 / floor.p50).toFixed(2)), p99: Number((write.p99 / floor.p99).toFixed(2)) },
       ...machine(loadBefore),
