@@ -9,6 +9,7 @@ import websocket from '@fastify/websocket';
 import { errorBody, MAX_PATH_PARAM } from '@fieldchart/schema/api';
 import { CLOSE_CODES } from '@fieldchart/schema/sync';
 import type { Clock } from './clock.ts';
+import type { Db } from './db/database.ts';
 import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from './config.ts';
 import { API_PREFIX } from './http/api-prefix.ts';
@@ -63,6 +64,8 @@ export interface AppOptions {
     readonly clock: Clock;
     /** The database is one session (PGlite): the feed prepares its statements in SQL. */
     readonly oneSession?: boolean;
+    /** Where the feed's diff runs, planned once (Database.planned); default: the services' database. */
+    readonly planned?: Db;
   };
   /** Request, sync, job and pool figures (/metrics); absent when no one scrapes them. */
   readonly metrics?: Metrics;
@@ -220,7 +223,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const syncLog = app.log.child({ component: 'sync' });
   const syncMetrics = opts.metrics?.sync;
   const hooks = opts.sync
-    ? syncHooksOf({ services, clock: opts.sync.clock, log: syncLog, oneSession: opts.sync.oneSession ?? false, ...(syncMetrics ? { metrics: syncMetrics } : {}) })
+    ? syncHooksOf({
+        services,
+        clock: opts.sync.clock,
+        log: syncLog,
+        oneSession: opts.sync.oneSession ?? false,
+        ...(opts.sync.planned ? { planned: opts.sync.planned } : {}),
+        ...(syncMetrics ? { metrics: syncMetrics } : {}),
+      })
     : null;
   const hub =
     opts.sync && hooks

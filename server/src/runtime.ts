@@ -91,7 +91,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       config,
       services,
       probe: { database: () => database.ping(), workerRunning: () => worker?.running() ?? false },
-      sync: { notifications: notificationsOf(database), clock: opts.clock ?? systemClock, oneSession: database.kind === 'pglite' },
+      sync: { notifications: notificationsOf(database), clock: opts.clock ?? systemClock, oneSession: database.kind === 'pglite', planned: database.planned },
       ...(metrics ? { metrics } : {}),
     });
     await app.syncHub?.start();

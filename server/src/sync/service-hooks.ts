@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import type { Clock } from '../clock.ts';
+import type { Db } from '../db/database.ts';
 import type { Services } from '../services/index.ts';
 import { createFeed } from '../services/sync/feed.ts';
 import { applyMutationBatch, lastMutationIdOf, type MutationDevice, type MutationMessage } from '../services/sync/mutation-ledger.ts';
@@ -18,8 +19,8 @@ import type { SyncHooks } from './hooks.ts';
 import { CHANNELS } from './notifications.ts';
 
 /** The change feed wired to the services' database and key ring. */
-export function feedOf(services: Services, options: { oneSession?: boolean } = {}) {
-  return createFeed({ db: services.unitOfWork.db, phi: services.phi, oneSession: options.oneSession ?? false });
+export function feedOf(services: Services, options: { oneSession?: boolean; planned?: Db } = {}) {
+  return createFeed({ db: services.unitOfWork.db, phi: services.phi, oneSession: options.oneSession ?? false, ...(options.planned ? { planned: options.planned } : {}) });
 }
 
 export function syncHooksOf(deps: {
@@ -28,13 +29,15 @@ export function syncHooksOf(deps: {
   log: FastifyBaseLogger;
   nodeId?: string;
   oneSession?: boolean;
+  /** Where the feed's diff runs, planned once (Database.planned). */
+  planned?: Db;
   /** /metrics: mutations by outcome, feed reads timed. */
   metrics?: SyncMetrics;
 }): SyncHooks {
   const { services, clock, log } = deps;
   const db = services.unitOfWork.db;
   const drafts = createDrafts({ db, phi: services.phi, nodeId: deps.nodeId ?? randomUUID(), log });
-  const feed = feedOf(services, { oneSession: deps.oneSession ?? false });
+  const feed = feedOf(services, { oneSession: deps.oneSession ?? false, ...(deps.planned ? { planned: deps.planned } : {}) });
   const runMutation = createMutationRunner({ services, sectionsOf: (tx, visitId, ownerId) => drafts.sectionsOf(tx, visitId, ownerId) });
   const applyBatch = meterBatches(
     (device: MutationDevice, batch: readonly MutationMessage[]) => applyMutationBatch(services, runMutation, device, batch, log),
