@@ -64,8 +64,8 @@ export interface AppOptions {
     readonly clock: Clock;
     /** The database is one session (PGlite): the feed prepares its statements in SQL. */
     readonly oneSession?: boolean;
-    /** Where the feed's diff runs, planned once (Database.planned); default: the services' database. */
-    readonly planned?: Db;
+    /** Where the feed's diff runs, planned once (Database.planned). */
+    readonly planned: Db;
   };
   /** Request, sync, job and pool figures (/metrics); absent when no one scrapes them. */
   readonly metrics?: Metrics;
@@ -228,7 +228,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         clock: opts.sync.clock,
         log: syncLog,
         oneSession: opts.sync.oneSession ?? false,
-        ...(opts.sync.planned ? { planned: opts.sync.planned } : {}),
+        planned: opts.sync.planned,
         ...(syncMetrics ? { metrics: syncMetrics } : {}),
       })
     : null;

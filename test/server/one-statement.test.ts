@@ -4,6 +4,7 @@
  * (quoted by pg's escapeLiteral), on PostgreSQL it is a named statement with bound values.
  * Any string (quotes, backslashes, `$$`, Unicode), bytes, numbers, booleans, nulls, dates and
  * JSON come back unchanged; one SQL text is prepared once; a transaction runs it as drizzle does.
+ * foldPlaceholders makes each placeholder one parameter, and its statement runs the same way.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -20,7 +21,7 @@ const dialect = new PgDialect();
 const pgText = fc.string({ unit: 'grapheme', maxLength: 60 }).map((s) => s.replace(/\0/g, ''));
 const tricky = fc.constantFrom("'", "''", '\\', "\\'", "E'\\x41'", '$$', '$1', "'); drop table users; --", '\\x00ff', '\u00e9\u{1F600}');
 
-forEachBackend('runPrepared', (backend) => {
+forEachBackend('runPrepared and folded statements', (backend) => {
   let t: TestDatabase;
   before(async () => {
     t = await backend.open();
@@ -76,27 +77,6 @@ forEachBackend('runPrepared', (backend) => {
     const left = rowsOf<{ n: number }>(await db.execute(sql`select count(*)::int as n from one_statement_probe`));
     assert.equal(left[0]?.n, 0, 'the insert was part of the rolled-back transaction');
   });
-});
-
-test('foldPlaceholders: each placeholder one parameter wherever it was used, bound values kept in order; a `$` it cannot place throws', () => {
-  const folded = foldPlaceholders(
-    dialect.sqlToQuery(sql`select ${sql.placeholder('a')}::int + ${sql.placeholder('b')}::int + ${sql.placeholder('a')}::int + ${7}::int, ${'x'}::text, ${sql.placeholder('b')}::int`),
-  );
-  assert.equal(folded.sql, 'select $1::int + $2::int + $1::int + $3::int, $4::text, $2::int');
-  assert.deepEqual(
-    folded.params.map((p) => (is(p, Placeholder) ? `:${p.name}` : p)),
-    [':a', ':b', 7, 'x'],
-  );
-  assert.throws(() => foldPlaceholders({ sql: 'select $1, $2', params: [sql.placeholder('a')] }), /names no parameter/);
-  assert.throws(() => foldPlaceholders({ sql: 'select 1', params: [sql.placeholder('a')] }), /does not list/);
-});
-
-forEachBackend('a folded statement', (backend) => {
-  let t: TestDatabase;
-  before(async () => {
-    t = await backend.open();
-  });
-  after(() => t.drop());
 
   test('runs with the values named once, as a prepared statement (and on PGlite as PREPARE … EXECUTE)', async () => {
     const db = t.database.db;
@@ -110,4 +90,17 @@ forEachBackend('a folded statement', (backend) => {
       assert.deepEqual({ ...row }, { v: 3 * n, w: `s${n}s${n}` });
     }
   });
+});
+
+test('foldPlaceholders: each placeholder one parameter wherever it was used, bound values kept in order; a `$` it cannot place throws', () => {
+  const folded = foldPlaceholders(
+    dialect.sqlToQuery(sql`select ${sql.placeholder('a')}::int + ${sql.placeholder('b')}::int + ${sql.placeholder('a')}::int + ${7}::int, ${'x'}::text, ${sql.placeholder('b')}::int`),
+  );
+  assert.equal(folded.sql, 'select $1::int + $2::int + $1::int + $3::int, $4::text, $2::int');
+  assert.deepEqual(
+    folded.params.map((p) => (is(p, Placeholder) ? `:${p.name}` : p)),
+    [':a', ':b', 7, 'x'],
+  );
+  assert.throws(() => foldPlaceholders({ sql: 'select $1, $2', params: [sql.placeholder('a')] }), /names no parameter/);
+  assert.throws(() => foldPlaceholders({ sql: 'select 1', params: [sql.placeholder('a')] }), /does not list/);
 });

@@ -48,7 +48,7 @@ export class SyncEngine {
     this.parts = engineParts(opts, {
       connect: () => void this.connect(),
       cameOnline: () => this.cameOnline(),
-      syncing: () => this.running && !this.closed,
+      syncing: () => this.syncing,
       scheduleReconnect: () => this.scheduleReconnect(),
       carrier: () => this.welcomed,
       send: (m) => this.send(m),
@@ -65,6 +65,11 @@ export class SyncEngine {
       reloadSession: () => this.reloadSession(),
     });
     ({ events: this.events, state: this.state, session: this.session, drafts: this.drafts } = this.parts);
+  }
+
+  /** Syncing runs and the client is open. */
+  private get syncing(): boolean {
+    return this.running && !this.closed;
   }
 
   get rest(): RestClient {
@@ -135,7 +140,7 @@ export class SyncEngine {
 
   /** The network is back: connect now, not when the backoff would have tried next. */
   private cameOnline(): void {
-    if (!this.running || this.closed) return;
+    if (!this.syncing) return;
     this.parts.reconnect.resetDelay();
     if (this.parts.sockets.busy) return;
     this.parts.reconnect.cancel();
@@ -174,7 +179,7 @@ export class SyncEngine {
   }
 
   private async connect(): Promise<void> {
-    if (this.parts.leading() && this.running && !this.closed) await this.parts.sockets.connect();
+    if (this.parts.leading() && this.syncing) await this.parts.sockets.connect();
   }
 
   /** Closes the socket from this side, now; nothing reconnects unless `run` says so. */
@@ -195,7 +200,7 @@ export class SyncEngine {
   }
 
   private scheduleReconnect(atLeastMs = 0): void {
-    if (!this.running || this.closed) return;
+    if (!this.syncing) return;
     this.parts.reconnect.schedule(atLeastMs);
   }
 

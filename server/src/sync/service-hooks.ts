@@ -30,14 +30,14 @@ export function syncHooksOf(deps: {
   nodeId?: string;
   oneSession?: boolean;
   /** Where the feed's diff runs, planned once (Database.planned). */
-  planned?: Db;
+  planned: Db;
   /** /metrics: mutations by outcome, feed reads timed. */
   metrics?: SyncMetrics;
 }): SyncHooks {
   const { services, clock, log } = deps;
   const db = services.unitOfWork.db;
   const drafts = createDrafts({ db, phi: services.phi, nodeId: deps.nodeId ?? randomUUID(), log });
-  const feed = feedOf(services, { oneSession: deps.oneSession ?? false, ...(deps.planned ? { planned: deps.planned } : {}) });
+  const feed = feedOf(services, { oneSession: deps.oneSession ?? false, planned: deps.planned });
   const runMutation = createMutationRunner({ services, sectionsOf: (tx, visitId, ownerId) => drafts.sectionsOf(tx, visitId, ownerId) });
   const applyBatch = meterBatches(
     (device: MutationDevice, batch: readonly MutationMessage[]) => applyMutationBatch(services, runMutation, device, batch, log),

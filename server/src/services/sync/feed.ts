@@ -349,10 +349,10 @@ function preparedDiff(db: Db, oneSession: boolean) {
   // Each placeholder is one parameter (the user is named in every table's query): 79 bound
   // values became 7, parsed once by PostgreSQL per poke instead of once per use.
   const query = foldPlaceholders(dialect.sqlToQuery(qb.select(named(diffFields())).from(ONE).getSQL()));
-  const executor = sessionPrepared<DiffRow>(db, 'fieldchart_feed_diff', query);
-  const statement = db._.session.prepareQuery(query, undefined, 'fieldchart_feed_diff', false);
+  const statement = oneSession ? null : db._.session.prepareQuery(query, undefined, 'fieldchart_feed_diff', false);
+  const execute = statement ? async (values: Params) => rowsOf<DiffRow>(await statement.execute(values)) : sessionPrepared<DiffRow>(db, 'fieldchart_feed_diff', query);
   return async (values: Params): Promise<DiffRow> => {
-    const [row] = oneSession ? await executor(values) : rowsOf<DiffRow>(await statement.execute(values));
+    const [row] = await execute(values);
     if (!row) throw new Error('the feed statement answered no row');
     return row;
   };
