@@ -63,9 +63,8 @@ export const patients = pgTable(
     ...syncColumns(),
   },
   (t) => [
-    index('patients_owner_idx').on(t.ownerId),
     index('patients_name_search_idx').using('gin', t.nameSearch),
-    index('patients_row_version_idx').on(t.rowVersion), index('patients_owner_txid_idx').on(t.ownerId, t.txid),
+    index('patients_owner_txid_idx').on(t.ownerId, t.txid),
   ],
 );
 
@@ -93,8 +92,7 @@ export const patientReferrals = pgTable(
   },
   (t) => [
     index('patient_referrals_patient_idx').on(t.patientId),
-    index('patient_referrals_owner_idx').on(t.ownerId),
-    index('patient_referrals_row_version_idx').on(t.rowVersion), index('patient_referrals_owner_txid_idx').on(t.ownerId, t.txid),
+    index('patient_referrals_owner_txid_idx').on(t.ownerId, t.txid),
     check('patient_referrals_status_check', sql`${t.status} in ('open','discharged')`),
   ],
 );
@@ -143,7 +141,7 @@ export const visits = pgTable(
     index('visits_owner_date_idx').on(t.ownerId, t.visitDate, t.startTime),
     index('visits_patient_idx').on(t.patientId),
     index('visits_referral_idx').on(t.referralId),
-    index('visits_row_version_idx').on(t.rowVersion), index('visits_owner_txid_idx').on(t.ownerId, t.txid),
+    index('visits_owner_txid_idx').on(t.ownerId, t.txid),
     check('visits_status_check', sql`${t.status} in ('scheduled','in_progress','completed','cancelled','missed')`),
   ],
 );
@@ -169,7 +167,7 @@ export const timerEvents = pgTable(
   },
   (t) => [
     uniqueIndex('timer_events_identity_key').on(t.visitId, t.eventType, t.eventTime),
-    index('timer_events_row_version_idx').on(t.rowVersion), index('timer_events_owner_txid_idx').on(t.ownerId, t.txid),
+    index('timer_events_owner_txid_idx').on(t.ownerId, t.txid),
     check('timer_events_type_check', sql`${t.eventType} in ('start_travel','arrive','start_documentation','complete')`),
   ],
 );
@@ -200,7 +198,7 @@ export const soapNotes = pgTable(
     updatedAt: updatedAt(),
     ...syncColumns(),
   },
-  (t) => [uniqueIndex('soap_notes_visit_key').on(t.visitId), index('soap_notes_row_version_idx').on(t.rowVersion), index('soap_notes_owner_txid_idx').on(t.ownerId, t.txid)],
+  (t) => [uniqueIndex('soap_notes_visit_key').on(t.visitId), index('soap_notes_owner_txid_idx').on(t.ownerId, t.txid)],
 );
 
 /** Mileage of a visit: last writer wins by the device's timestamp (`recorded_at`). */
@@ -219,7 +217,7 @@ export const visitMileage = pgTable(
     updatedAt: updatedAt(),
     ...syncColumns(),
   },
-  (t) => [index('visit_mileage_owner_idx').on(t.ownerId), index('visit_mileage_row_version_idx').on(t.rowVersion), index('visit_mileage_owner_txid_idx').on(t.ownerId, t.txid)],
+  (t) => [index('visit_mileage_owner_txid_idx').on(t.ownerId, t.txid)],
 );
 
 /**
