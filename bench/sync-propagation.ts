@@ -18,6 +18,10 @@
  *                   row + one websocket send of it to a client (parsed) — the aim's baseline
  *   write→device    a transaction updating that row (its trigger pokes the owner) → the
  *                   owner's device has the `changes` message (aim: ≤ 1.5× floor at p50, ≤ 2× at p99)
+ *   floor tx, write tx   each side's own transaction until its COMMIT is answered. The floor's
+ *                   writes no row, so PostgreSQL commits it without waiting for the WAL to reach
+ *                   the disk; the write's commit waits for that flush, as every durable write must
+ *   after commit    each latency less its own transaction: the propagation machinery alone
  *
  * Throughout, IDLE_DEVICES devices of other clinicians are connected and synced on the node:
  * a poke for one user must cost the others nothing.
@@ -131,6 +135,11 @@ try {
   );
   const floor = latencies(direct.floorMs);
   const write = latencies(direct.writeMs);
+  const floorTx = latencies(direct.floorTxMs);
+  const writeTx = latencies(direct.writeTxMs);
+  const minus = (total: number[], part: number[]) => total.map((t, i) => t - (part[i] as number));
+  const floorAfter = latencies(minus(direct.floorMs, direct.floorTxMs));
+  const writeAfter = latencies(minus(direct.writeMs, direct.writeTxMs));
   const idleFrames = idle.reduce((n, p) => n + p.framesReceived, 0) - idleFramesBefore;
   for (const p of idle) p.close();
 
@@ -141,6 +150,10 @@ try {
     ['after-response', 'REST response → changes at the device', latencies(afterResponse)],
     ['floor', 'NOTIFY round trip + PK read + ws send', floor],
     ['write→device', 'UPDATE in a tx → changes at the device', write],
+    ['floor tx', "the floor's pg_notify tx (no WAL flush)", floorTx],
+    ['write tx', "the write's UPDATE tx (durable commit)", writeTx],
+    ['floor after', 'floor less its tx: commit → client', floorAfter],
+    ['write after', 'write→device less its tx: commit → device', writeAfter],
   ];
   console.log(
     table(
@@ -151,7 +164,9 @@ try {
   console.log(
     `\nwrite→device vs floor: p50 ${fmt(write.p50, 2)} / ${fmt(floor.p50, 2)} ms = ${ratio(write.p50, floor.p50)} (aim ≤ 1.5×), ` +
       `p99 ${fmt(write.p99, 2)} / ${fmt(floor.p99, 2)} ms = ${ratio(write.p99, floor.p99)} (aim ≤ 2×); ` +
-      `${IDLE_DEVICES} idle devices of other clinicians received ${idleFrames} frames meanwhile\n`,
+      `${IDLE_DEVICES} idle devices of other clinicians received ${idleFrames} frames meanwhile\n` +
+      `after each side's commit: p50 ${fmt(writeAfter.p50, 2)} / ${fmt(floorAfter.p50, 2)} ms = ${ratio(writeAfter.p50, floorAfter.p50)}; ` +
+      `the write's own transaction ${fmt(writeTx.p50, 2)} ms against the floor's ${fmt(floorTx.p50, 2)} ms (p50)\n`,
   );
   console.log(
     JSON.stringify({
@@ -164,6 +179,7 @@ try {
       historyVisits: HISTORY_VISITS,
       framesAtIdleDevices: idleFrames,
       writeToDeviceVsFloor: { p50: Number((write.p50 / floor.p50).toFixed(2)), p99: Number((write.p99 / floor.p99).toFixed(2)) },
+      afterCommitVsFloor: { p50: Number((writeAfter.p50 / floorAfter.p50).toFixed(2)), p99: Number((writeAfter.p99 / floorAfter.p99).toFixed(2)) },
       ...machine(loadBefore),
       results: rows.map(([name, what, l]) => ({
         path: name,

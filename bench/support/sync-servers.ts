@@ -76,10 +76,12 @@ export interface SyncRpc {
    * message carrying it; `floor` = pg_notify in a transaction → the LISTEN callback → one
    * primary-key read of that row → one websocket send of it as a `changes` frame → the client
    * in this process has it (parsed). The device is synced (`synced` received) before each write.
+   * `…TxMs`: each side's own transaction, until its COMMIT is answered (the rest of each
+   * latency is what follows the commit).
    */
   'write-to-device': {
     args: { userId: string; token: string; visitId: string; count: number; warmup: number };
-    result: { floorMs: number[]; writeMs: number[] };
+    result: { floorMs: number[]; writeMs: number[]; floorTxMs: number[]; writeTxMs: number[] };
   };
   'profile-start': { args: Record<string, never>; result: null };
   /** Stops the CPU profile and writes it (a .cpuprofile, as node --cpu-prof writes). */
@@ -410,6 +412,8 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
 
     const floorMs: number[] = [];
     const writeMs: number[] = [];
+    const floorTxMs: number[] = [];
+    const writeTxMs: number[] = [];
     const base = Date.now() - 7200_000;
     try {
       for (let i = 0; i < warmup + count; i++) {
@@ -418,6 +422,7 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
         await db.transaction(async (tx) => {
           await tx.execute(sql`select pg_notify(${channel}, ${String(i)})`);
         });
+        const floorTx = performance.now() - started;
         await floorReceived;
         const floor = performance.now() - started;
 
@@ -428,6 +433,7 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
         await db.transaction(async (tx) => {
           await tx.update(visitMileage).set({ totalMiles: 10 + (i % 50), recordedAt }).where(eq(visitMileage.visitId, visitId));
         });
+        const writeTx = performance.now() - started;
         await delivered;
         const write = performance.now() - started;
         // The run ends with synced: the next write finds the device current.
@@ -435,6 +441,8 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
         if (i >= warmup) {
           floorMs.push(floor);
           writeMs.push(write);
+          floorTxMs.push(floorTx);
+          writeTxMs.push(writeTx);
         }
       }
     } finally {
@@ -443,7 +451,7 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
       device.close();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     }
-    return { floorMs, writeMs };
+    return { floorMs, writeMs, floorTxMs, writeTxMs };
   },
 
   async 'profile-start'() {
