@@ -207,8 +207,12 @@ function tableQueries(mode: 'diff' | 'full', p: Param) {
     select: (withVisit: boolean, where: SQL | undefined) => SQLWrapper,
   ): SQLWrapper => {
     if (!diff) return select(true, and(eq(child.ownerId, user), eq(visits.ownerId, user), inWindow, isNull(visits.deletedAt), isNull(child.deletedAt)));
-    // A scalar subquery, not a join: the planner cannot turn it round to lead with the window's visits.
-    const visitInWindow = sql`coalesce((select true from ${visits} where ${visits.id} = ${child.visitId} and ${visits.ownerId} = ${user} and ${inWindow}), false)`;
+    // A scalar subquery, not a join: the planner cannot turn it round to lead with the window's
+    // visits. Its only condition is the visit's key; the window is tested on the row it finds.
+    // Given the owner and dates as conditions too, a plan made on stale statistics (PGlite has
+    // no autovacuum) walked the owner's window for every child row: 0.5 ms each, a 900-event
+    // run 470 ms.
+    const visitInWindow = sql`coalesce((select ${visits.ownerId} = ${user} and ${inWindow} from ${visits} where ${visits.id} = ${child.visitId}), false)`;
     return sql`${select(false, and(eq(child.ownerId, user), changed(child), visitInWindow))} union all ${select(
       true,
       and(eq(child.ownerId, user), eq(visits.ownerId, user), inWindow, or(changed(visits), entered), sql`not ${changed(child)}`),
