@@ -14,8 +14,9 @@
  * PHI sealed with the server's key ring. --quick (or BENCH_QUICK=1): 10k rows, fewer runs.
  *
  * Servers run in a child process (support/sync-servers.ts): PGlite by default, PostgreSQL when
- * BENCH_DATABASE_URL is set (the bulk rows are ANALYZEd there; on PGlite only with
- * BENCH_PGLITE_ANALYZE=1, as an embedded database never is). BENCH_CPU_PROF=<dir> writes a CPU profile of the servers during
+ * BENCH_DATABASE_URL is set (the bulk rows are ANALYZEd there; on PGlite the tables that grew,
+ * as the embedded server's own check does within ten seconds; BENCH_PGLITE_ANALYZE=1 for a
+ * whole ANALYZE, =0 for none). BENCH_CPU_PROF=<dir> writes a CPU profile of the servers during
  * one bulk sync. Output: a table, then one JSON line (last on stdout).
  */
 import os from 'node:os';

@@ -1,11 +1,37 @@
-import { and, isNotNull, lt, or, sql } from 'drizzle-orm';
-import { mailOutbox, passwordResets, refreshTokens, sessions, throttles } from '@fieldchart/schema/db';
-import type { Db } from '../db/database.ts';
+import { and, getTableName, isNotNull, lt, or, sql } from 'drizzle-orm';
+import {
+  aiTranscriptions,
+  auditLog,
+  mailOutbox,
+  notifications,
+  passwordResets,
+  patientReferrals,
+  patients,
+  refreshTokens,
+  sessions,
+  soapNotes,
+  syncMutationDigests,
+  throttles,
+  timerEvents,
+  visitMileage,
+  visits,
+} from '@fieldchart/schema/db';
+import { rowsOf, type Db } from '../db/database.ts';
 import type { Clock } from '../clock.ts';
 import type { Idempotency } from './idempotency.ts';
 import { pruneLedger } from './sync/mutation-ledger-retention.ts';
 
 const DAY = 86_400_000;
+
+/**
+ * The tables a clinician's work grows, whose plans the feed and the sync path depend on: on the
+ * embedded database each is analyzed again once it has grown by a fifth since its last ANALYZE.
+ */
+const GROWING_TABLES = [visits, timerEvents, visitMileage, soapNotes, patients, patientReferrals, notifications, aiTranscriptions, auditLog, syncMutationDigests].map(
+  (t) => getTableName(t),
+);
+/** How often the embedded server looks for grown tables (one catalog read, ~2.5 ms on PGlite). */
+export const GROWTH_CHECK_MS = 10_000;
 
 /** Retention rules, in one place so the README can quote them. */
 export const RETENTION = {
@@ -32,6 +58,25 @@ export function createMaintenance(deps: { db: Db; clock: Clock; idempotency: Ide
       if (!deps.embedded) return false;
       await db.execute(sql`analyze`);
       return true;
+    },
+
+    /**
+     * On the embedded database, ANALYZEs the tables that grew by more than a fifth (and eight
+     * pages) since their statistics were taken, as PostgreSQL's autovacuum would after enough
+     * changes; the plans built on the old statistics are dropped with them. Plans made while a
+     * table was small otherwise stay until the hourly ANALYZE: after a device drained a 10k
+     * outbox into a fresh install, the drain ran at 2,939–3,038 mutations/s with statistics
+     * and 1,800–1,922/s without. Answers the tables analyzed.
+     */
+    async analyzeGrown(): Promise<string[]> {
+      if (!deps.embedded) return [];
+      const grown = rowsOf<{ name: string }>(
+        await db.execute(sql`select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
+          where n.nspname = current_schema() and c.relkind = 'r' and c.relname = any(${sql.raw(`array[${GROWING_TABLES.map((t) => `'${t}'`).join(', ')}]`)})
+            and pg_relation_size(c.oid) / current_setting('block_size')::int > c.relpages * 1.2 + 8`),
+      ).map((r) => r.name);
+      if (grown.length > 0) await db.execute(sql.raw(`analyze ${grown.map((t) => `"${t}"`).join(', ')}`));
+      return grown;
     },
 
     async purgeExpired(): Promise<Record<string, number>> {
