@@ -2,8 +2,11 @@
  * What a poke's diff reads, counted by the database itself (EXPLAIN ANALYZE of the statement the
  * feed runs): rows read and rows thrown away, over every node and loop, for a clinician whose
  * window holds 1,200 visits when 3,600 timer events arrive at once, as a device's outbox drains,
- * and then one more. The statistics are as PGlite's ANALYZE (at boot, then hourly; it has no
- * autovacuum) left them: they know the visits, not yet the events.
+ * and then one more. The diff runs on one generic plan, as on the server (PGlite: `SET LOCAL
+ * plan_cache_mode` with each run; PostgreSQL: its planned pool); the plan is dropped by ANALYZE,
+ * which the embedded server runs when a table has grown (maintenance.analyzeGrown) and
+ * PostgreSQL's autovacuum after enough changes. Here it runs once the visits are in and again
+ * once the events are: the first diff's plan knows the visits, not the events.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -51,26 +54,40 @@ forEachBackend('feed diff: what a poke reads', (backend) => {
     const db: Db = reserved && database.sql ? (drizzle({ client: Object.assign(reserved, { options: database.sql.options }), schema }) as unknown as Db) : database.db;
     const dialect = new PgDialect();
     let diffText: string | null = null;
-    // The statement the feed runs, captured to be explained with the same values.
+    const captured = (text: string) => {
+      const at = text.indexOf('execute fieldchart_feed_diff');
+      if (at >= 0) diffText = text.slice(at);
+    };
+    // The statement the feed runs, captured to be explained with the same values: PostgreSQL's
+    // through drizzle, PGlite's through its own client (a string of two statements).
+    const pglite = database.pglite as unknown as { exec(text: string): Promise<Array<{ rows: Array<Record<string, unknown>> }>> } | null;
+    const exec = pglite?.exec;
+    if (pglite && exec) {
+      pglite.exec = (text: string) => {
+        captured(text);
+        return exec.call(pglite, text);
+      };
+    }
     const recording = new Proxy(db, {
       get(target, key, receiver) {
         if (key !== 'execute') return Reflect.get(target, key, receiver) as unknown;
         return (query: SQL) => {
-          const text = dialect.sqlToQuery(query).sql;
-          if (text.startsWith('execute fieldchart_feed_diff')) diffText = text;
+          captured(dialect.sqlToQuery(query).sql);
           return target.execute(query);
         };
       },
     });
     const explain = async (): Promise<number> => {
       assert.ok(diffText, 'the feed ran its diff');
-      const [row] = rowsOf<Record<string, unknown>>(await db.execute(sql.raw(`explain (analyze, format json) ${diffText}`)));
+      const text = `explain (analyze, format json) ${diffText}`;
+      const [row] = pglite && exec ? ((await exec.call(pglite, `set local plan_cache_mode = force_generic_plan; ${text}`)).at(-1)?.rows ?? []) : rowsOf<Record<string, unknown>>(await db.execute(sql.raw(text)));
       const value = Object.values(row ?? {})[0];
       const plans = (typeof value === 'string' ? JSON.parse(value) : value) as Array<{ Plan: PlanNode }>;
       return rowsTouched((plans[0] as { Plan: PlanNode }).Plan);
     };
     try {
       const user = await registerUser(server);
+      if (reserved) await db.execute(sql`set plan_cache_mode = force_generic_plan`);
       const feed = createFeed({ db: recording, phi: services.phi, oneSession: true });
       const now = new Date();
       // A full read is a transaction, which a reserved connection does not open: the pool's feed reads it.
@@ -104,7 +121,12 @@ forEachBackend('feed diff: what a poke reads', (backend) => {
       const forOne = await explain();
       assert.ok(forOne <= 60, `${forOne} rows touched for 1 changed`);
     } finally {
+      if (pglite && exec) pglite.exec = exec;
       if (database.pglite) await db.execute(sql`deallocate fieldchart_feed_diff`).catch(() => {});
+      if (reserved) {
+        await db.execute(sql`deallocate fieldchart_feed_diff`).catch(() => {});
+        await db.execute(sql`reset plan_cache_mode`).catch(() => {});
+      }
       reserved?.release();
     }
   });
