@@ -64,18 +64,18 @@ export function createMaintenance(deps: { db: Db; clock: Clock; idempotency: Ide
      * On the embedded database, ANALYZEs the tables that grew by more than a fifth (and eight
      * pages) since their statistics were taken, as PostgreSQL's autovacuum would after enough
      * changes; the plans built on the old statistics are dropped with them. Plans made while a
-     * table was small otherwise stay until the hourly ANALYZE: after a device drained a 10k
-     * outbox into a fresh install, the drain ran at 2,939–3,038 mutations/s with statistics
-     * and 1,800–1,922/s without. Answers the tables analyzed.
+     * table was small otherwise stay until the hourly ANALYZE (docs/operations.md, "Planner
+     * statistics on the embedded database", has the reconcile bench's figures). Answers the
+     * tables analyzed.
      */
     async analyzeGrown(): Promise<string[]> {
       if (!deps.embedded) return [];
       const grown = rowsOf<{ name: string }>(
         await db.execute(sql`select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
-          where n.nspname = current_schema() and c.relkind = 'r' and c.relname = any(${sql.raw(`array[${GROWING_TABLES.map((t) => `'${t}'`).join(', ')}]`)})
+          where n.nspname = current_schema() and c.relkind = 'r' and c.relname in (${sql.join(GROWING_TABLES.map((t) => sql`${t}`), sql`, `)})
             and pg_relation_size(c.oid) / current_setting('block_size')::int > c.relpages * 1.2 + 8`),
       ).map((r) => r.name);
-      if (grown.length > 0) await db.execute(sql.raw(`analyze ${grown.map((t) => `"${t}"`).join(', ')}`));
+      if (grown.length > 0) await db.execute(sql`analyze ${sql.join(grown.map((t) => sql.identifier(t)), sql`, `)}`);
       return grown;
     },
 
