@@ -5,14 +5,16 @@
  * named statement per connection, no describe round trip), and inside a unit of work it runs
  * on the ambient transaction like any other query. PGlite parses and plans every
  * extended-protocol statement again, so there the statement is prepared in SQL (`PREPARE`)
- * once per session and run by `EXECUTE`. Rows come back as JSON and are mapped to drizzle's row
+ * once per session and run by `EXECUTE`, on one generic plan. Rows come back as JSON and are mapped to drizzle's row
  * types by the table's own column decoders.
  */
+import { createHash } from 'node:crypto';
 import { fillPlaceholders, getTableColumns, is, Placeholder, sql, type SQL } from 'drizzle-orm';
 import { PgDialect, type PgTable } from 'drizzle-orm/pg-core';
+import { types, type QueryOptions } from '@electric-sql/pglite';
 import { PgliteSession } from 'drizzle-orm/pglite';
 import pg from 'pg';
-import { rowsOf, type Db } from './database.ts';
+import { rowsOf, sqlState, type Db } from './database.ts';
 import { prepareValue } from './pg-wire-values.ts';
 
 const dialect = new PgDialect();
@@ -29,9 +31,11 @@ function literalOf(value: unknown): string {
   return pg.escapeLiteral(typeof text === 'string' ? text : `\\x${text.toString('hex')}`);
 }
 
-const executeText = (statement: string, params: readonly unknown[]) =>
+/** `EXECUTE statement(…)` with each value as a literal. */
+export const executeText = (statement: string, params: readonly unknown[]) =>
   params.length === 0 ? `execute ${statement}` : `execute ${statement}(${params.map(literalOf).join(', ')})`;
-const executeSql = (statement: string, params: readonly unknown[]) => sql.raw(executeText(statement, params));
+
+const DUPLICATE_PREPARED_STATEMENT = '42P05';
 
 /** Statements PREPAREd per PGlite session (the instance), by SQL text. Bounded: past it, statements run unprepared. */
 const sessionStatements = new WeakMap<object, Map<string, Promise<string>>>();
@@ -55,8 +59,15 @@ function statementOn(db: Db, session: object, text: string): Promise<string> | n
   const known = statements.get(text);
   if (known) return known;
   if (statements.size >= MAX_SESSION_STATEMENTS) return null;
-  const name = `fieldchart_s${statements.size + 1}`;
-  const prepared = db.execute(sql.raw(`prepare ${name} as ${text}`)).then(() => name);
+  // Named by its text, so a session asked twice for one statement (through another handle on
+  // the same client) finds it prepared already under the same name.
+  const name = `fieldchart_s${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+  const prepared = db
+    .execute(sql.raw(`prepare ${name} as ${text}`))
+    .catch((err: unknown) => {
+      if (sqlState(err) !== DUPLICATE_PREPARED_STATEMENT) throw err;
+    })
+    .then(() => name);
   statements.set(text, prepared);
   // A failed PREPARE (the database closing) is tried again by the next call.
   prepared.catch(() => statements.delete(text));
@@ -68,7 +79,7 @@ export async function runPrepared<T>(db: Db, name: string, query: SQL): Promise<
   const built = dialect.sqlToQuery(query);
   const session = pgliteSessionOf(db);
   const statement = session ? statementOn(db, session, built.sql) : null;
-  if (statement) return rowsOf<T>(await db.execute(executeSql(await statement, built.params)));
+  if (session && statement) return executeGeneric<T>(session, await statement, built.params);
   const prepared = db._.session.prepareQuery(built, undefined, name, false);
   return rowsOf<T>(await prepared.execute());
 }
@@ -85,20 +96,39 @@ export function rowFromJson<T extends PgTable>(table: T, json: Record<string, un
 
 /** PGlite's own client, for a simple-protocol string of several statements. */
 interface ExecClient {
-  exec(text: string): Promise<ReadonlyArray<{ readonly rows: readonly unknown[] }>>;
+  exec(text: string, options: QueryOptions): Promise<ReadonlyArray<{ readonly rows: readonly unknown[] }>>;
+}
+
+const asText = (value: string) => value;
+/** drizzle's own parsing of a raw query's rows on PGlite: dates, times and intervals stay text, for the columns' decoders. */
+const DRIZZLE_ROWS: QueryOptions = {
+  rowMode: 'object',
+  parsers: Object.fromEntries(
+    [types.TIMESTAMP, types.TIMESTAMPTZ, types.INTERVAL, types.DATE, 1231, 1115, 1185, 1187, 1182].map((oid) => [oid, asText]),
+  ),
+};
+
+/**
+ * `EXECUTE` of a statement PREPAREd on PGlite's session, on one generic plan, as PostgreSQL's
+ * planned pool runs the feed's diff (Database.planned): left to choose, PostgreSQL planned the
+ * feed's diff again on every run once it guessed the generic plan the costlier (3.5 ms of
+ * planning for 1.2 ms of execution, a clinician with 160 visits). `SET LOCAL` in the same
+ * simple-protocol string lasts only for it.
+ */
+async function executeGeneric<R>(client: object, statement: string, params: readonly unknown[]): Promise<R[]> {
+  const text = `set local plan_cache_mode = force_generic_plan; ${executeText(statement, params)}`;
+  const results = await (client as ExecClient).exec(text, DRIZZLE_ROWS);
+  return (results[results.length - 1]?.rows ?? []) as R[];
 }
 
 /**
  * A drizzle prepared query with placeholders on a one-session database (PGlite), prepared in
  * SQL once per session under `name` and run by `EXECUTE` with the placeholders' values — on
  * whatever `db` is at the call (the database or the ambient transaction): the caller holds one
- * per database. On the database itself each run keeps one generic plan, as PostgreSQL's
- * planned pool does (Database.planned): left to choose, PostgreSQL planned the feed's diff again
- * on every run once it guessed the generic plan the costlier (3.5 ms of planning for 1.2 ms of
- * execution, a clinician with 160 visits). `SET LOCAL` in the same string lasts only for it.
+ * per database. On the database itself each run keeps one generic plan (`executeGeneric`).
  */
 export function sessionPrepared<R>(db: Db, name: string, query: { readonly sql: string; readonly params: readonly unknown[] }) {
-  const client = pgliteSessionOf(db) as ExecClient | null;
+  const client = pgliteSessionOf(db);
   let prepared: Promise<void> | null = null;
   return async (values: Record<string, unknown>): Promise<R[]> => {
     if (!prepared) {
@@ -106,10 +136,9 @@ export function sessionPrepared<R>(db: Db, name: string, query: { readonly sql: 
       prepared.catch(() => (prepared = null));
     }
     await prepared;
-    const text = executeText(name, fillPlaceholders([...query.params], values));
-    if (!client) return rowsOf<R>(await db.execute(sql.raw(text)));
-    const results = await client.exec(`set local plan_cache_mode = force_generic_plan; ${text}`);
-    return (results[results.length - 1]?.rows ?? []) as R[];
+    const params = fillPlaceholders([...query.params], values);
+    if (client) return executeGeneric<R>(client, name, params);
+    return rowsOf<R>(await db.execute(sql.raw(executeText(name, params))));
   };
 }
 

@@ -8,8 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { sql, type SQL } from 'drizzle-orm';
-import { PgDialect } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
 import { createPatient, scheduleVisit, details, timerEvent } from './visit-fixtures.ts';
@@ -21,8 +20,6 @@ import { systemClock } from '../../../server/src/clock.ts';
 
 const at = (minute: number) => new Date(Date.parse('2026-11-20T14:00:00Z') + minute * 60_000).toISOString();
 
-const dialect = new PgDialect();
-
 /** The optimistic write: it applies only where the visit's row_version is still the one read. */
 const isOptimisticWrite = (text: string) => /row_version = \$\d+::bigint/.test(text) && text.includes('jsonb_to_recordset');
 
@@ -30,8 +27,8 @@ const isOptimisticWrite = (text: string) => /row_version = \$\d+::bigint/.test(t
  * `db` with one difference: right before the optimistic write statement runs, another writer
  * changes the visit (`race`, by default an update that only moves its row_version on), so
  * that write finds nothing to do. The write is recognised by its SQL wherever it runs: as
- * drizzle's prepared query (PostgreSQL) or as the EXECUTE of a statement PREPAREd in SQL
- * (PGlite), whose text the session's pg_prepared_statements names.
+ * drizzle's prepared query (PostgreSQL) or as the EXECUTE, sent through PGlite's own client, of
+ * a statement PREPAREd in SQL (PGlite), whose text the session's pg_prepared_statements names.
  */
 function racingDb(db: Db, visitId: string, counter: { lost: number }, race?: (try_: number) => Promise<unknown>): Db {
   const interfere = async () => {
@@ -47,8 +44,24 @@ function racingDb(db: Db, visitId: string, counter: { lost: number }, race?: (tr
     return writes.get(name) === true;
   };
   const session = db._.session;
+  // PGlite's client, which runs the EXECUTE (one-statement.ts); PostgreSQL's session has none.
+  const client: unknown = (session as unknown as { client?: unknown }).client;
+  const racingClient =
+    typeof client === 'object' && client !== null && 'exec' in client
+      ? new Proxy(client as { exec(text: string, ...rest: unknown[]): Promise<unknown> }, {
+          get(target, prop, receiver) {
+            if (prop !== 'exec') return Reflect.get(target, prop, receiver) as unknown;
+            return async (text: string, ...rest: unknown[]) => {
+              const executed = /\bexecute (\w+)/.exec(text);
+              if (executed?.[1] && (await isWriteStatement(executed[1]))) await interfere();
+              return target.exec(text, ...rest);
+            };
+          },
+        })
+      : client;
   const racingSession = new Proxy(session, {
     get(target, prop, receiver) {
+      if (prop === 'client') return racingClient;
       if (prop !== 'prepareQuery') return Reflect.get(target, prop, receiver);
       return (...args: Parameters<typeof session.prepareQuery>) => {
         const prepared = target.prepareQuery(...args);
@@ -66,13 +79,6 @@ function racingDb(db: Db, visitId: string, counter: { lost: number }, race?: (tr
   return new Proxy(db, {
     get(target, prop) {
       if (prop === '_') return internals;
-      if (prop === 'execute') {
-        return async (query: SQL) => {
-          const executed = /^execute (\w+)/.exec(dialect.sqlToQuery(query).sql);
-          if (executed?.[1] && (await isWriteStatement(executed[1]))) await interfere();
-          return target.execute(query);
-        };
-      }
       const value = Reflect.get(target, prop, target);
       return typeof value === 'function' ? value.bind(target) : value;
     },
