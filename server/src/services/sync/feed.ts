@@ -16,7 +16,7 @@
  * most), whose messages it writes but for the two sealed columns the feed opens (held to
  * REST's fields by a property).
  */
-import { and, eq, getTableColumns, gte, isNull, lte, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
+import { and, eq, fillPlaceholders, getTableColumns, gte, isNull, lte, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import { PgDialect, QueryBuilder, type AnyPgColumn, type PgTable, type SelectedFields } from 'drizzle-orm/pg-core';
 import {
   aiTranscriptions,
@@ -89,6 +89,8 @@ export interface FeedDeps {
   readonly oneSession?: boolean;
   /** Where the diff runs, planned once for all its values (Database.planned); default `db`. */
   readonly planned?: Db;
+  /** Told each diff's statement and its values before it runs (a test explains what a poke reads). */
+  readonly onDiff?: (statement: { readonly sql: string; readonly params: readonly unknown[] }) => void;
 }
 
 /**
@@ -197,15 +199,14 @@ function tableQueries(mode: 'diff' | 'full', p: Param) {
   // A visit's events, note and mileage travel when they changed, or when their visit is new
   // to the device (changed, or taken in by the window). In a diff these are two reads, each led
   // by an index so that a poke costs what changed, not what the window holds: the child's rows
-  // written since the cursor (its owner and txid; its visit looked up by key for the window),
-  // and the rows of the visits new to the device that did not change themselves (so none comes
-  // twice). As one join with an OR across the two tables, the generic plan walked every visit
-  // in the window and probed its owner's rows on each poke (160 visits with 640 events: the
-  // whole diff took 1.7 ms a run in psql; 0.3 ms read this way).
-  // The visits new to the device, worked out once (an array, nearly always empty) and their
-  // children looked up by visit: written since the cursor and in the window, or taken in by it.
-  // The window's test on a changed visit is not a range the planner can walk: given one, it led
-  // with the owner's whole window (1,200 visits read on each poke to find none).
+  // written since the cursor (its owner and txid, its visit looked up by key), and the children
+  // of the visits new to the device that did not change themselves (so none comes twice), those
+  // visits worked out once as an array that is nearly always empty. As one join with an OR
+  // across the two tables, the generic plan walked every visit in the window and probed its
+  // owner's rows on each poke (160 visits with 640 events: 1.7 ms a diff in psql, 0.3 ms this
+  // way). A changed visit's window is a date difference, not a range the planner can walk:
+  // given one, it led with the owner's whole window (1,200 visits read on each poke to find
+  // none; test/server/sync/feed-diff-work.test.ts).
   const windowHolds = sql`(${visits.visitDate} - ${p('from')}::date) between 0 and (${p('to')}::date - ${p('from')}::date)`;
   const newVisits = sql`array(select ${visits.id} from ${visits} where ${visits.ownerId} = ${user} and ${ofSeat(visits)} and ((${changed(visits)} and ${windowHolds}) or ${entered}))`;
   const childRows = (
@@ -213,11 +214,10 @@ function tableQueries(mode: 'diff' | 'full', p: Param) {
     select: (withVisit: boolean, where: SQL | undefined) => SQLWrapper,
   ): SQLWrapper => {
     if (!diff) return select(true, and(eq(child.ownerId, user), eq(visits.ownerId, user), inWindow, isNull(visits.deletedAt), isNull(child.deletedAt)));
-    // A scalar subquery, not a join: the planner cannot turn it round to lead with the window's
-    // visits. Its only condition is the visit's key; the window is tested on the row it finds.
-    // Given the owner and dates as conditions too, a plan made on stale statistics (PGlite has
-    // no autovacuum) walked the owner's window for every child row: 0.5 ms each, a 900-event
-    // run 470 ms.
+    // A scalar subquery on the visit's key alone, the window tested on the row it finds, so no
+    // plan can turn it round to lead with the window's visits. One plan made on stale statistics
+    // (captured on PGlite) walked the owner's window for every child row, 0.5 ms each; the
+    // drain as a whole did not measure faster for this change, back to back.
     const visitInWindow = sql`coalesce((select ${visits.ownerId} = ${user} and ${inWindow} from ${visits} where ${visits.id} = ${child.visitId}), false)`;
     return sql`${select(false, and(eq(child.ownerId, user), changed(child), visitInWindow))} union all ${select(
       false,
@@ -355,13 +355,14 @@ const ONE = sql`(select 1) as one`;
  * one-session database (PGlite), which plans every extended-protocol statement again, an
  * SQL-level `PREPARE`, run by `EXECUTE`.
  */
-function preparedDiff(db: Db, oneSession: boolean) {
+function preparedDiff(db: Db, oneSession: boolean, onDiff: FeedDeps['onDiff']) {
   // Each placeholder is one parameter (the user is named in every table's query): 79 bound
   // values became 7, parsed once by PostgreSQL per poke instead of once per use.
   const query = foldPlaceholders(dialect.sqlToQuery(qb.select(named(diffFields())).from(ONE).getSQL()));
   const statement = oneSession ? null : db._.session.prepareQuery(query, undefined, 'fieldchart_feed_diff', false);
   const execute = statement ? async (values: Params) => rowsOf<DiffRow>(await statement.execute(values)) : sessionPrepared<DiffRow>(db, 'fieldchart_feed_diff', query);
   return async (values: Params): Promise<DiffRow> => {
+    onDiff?.({ sql: query.sql, params: fillPlaceholders(query.params, values) });
     const [row] = await execute(values);
     if (!row) throw new Error('the feed statement answered no row');
     return row;
@@ -454,7 +455,7 @@ export type FeedEnd = Omit<FeedResult, 'serialized' | 'changes'> & { readonly co
 export function createFeed(deps: FeedDeps) {
   const { db, phi } = deps;
   const build = changeBuilders(phi);
-  const runDiff = preparedDiff(deps.planned ?? db, deps.oneSession ?? false);
+  const runDiff = preparedDiff(deps.planned ?? db, deps.oneSession ?? false, deps.onDiff);
 
   /**
    * The whole scope in one REPEATABLE READ snapshot: the scope first (its time zone sets the
