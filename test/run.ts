@@ -59,6 +59,23 @@ if (built.status !== 0) {
 }
 console.log(`built the CLI and server for this run in ${((performance.now() - buildStarted) / 1000).toFixed(1)} s`);
 const removeBuild = () => fs.rmSync(buildDir, { recursive: true, force: true });
+// Each file's time, start of its process to end of its tests (helpers/exit-when-done.ts): the slowest are printed last.
+const timingsFile = path.join(cacheDir, `fieldchart-test-timings-${process.pid}.jsonl`);
+const SLOWEST_SHOWN = 15;
+function printSlowest(): void {
+  if (!fs.existsSync(timingsFile)) return;
+  const rows = fs
+    .readFileSync(timingsFile, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { file: string; ms: number })
+    .sort((a, b) => b.ms - a.ms);
+  fs.rmSync(timingsFile, { force: true });
+  if (rows.length === 0) return;
+  const total = rows.reduce((sum, r) => sum + r.ms, 0);
+  console.log(`\nslowest test files (of ${rows.length}; ${(total / 1000).toFixed(0)} s of test processes in all, ${process.env.TEST_CONCURRENCY ?? '2'} at a time):`);
+  for (const r of rows.slice(0, SLOWEST_SHOWN)) console.log(`  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${path.relative(path.join(root, '..'), r.file)}`);
+}
 const child = spawn(
   process.execPath,
   [
@@ -73,10 +90,11 @@ const child = spawn(
     path.join(root, 'helpers', 'exit-when-done.ts'),
     ...files,
   ],
-  { stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test', FIELDCHART_TEST_BUILD: buildDir } },
+  { stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test', FIELDCHART_TEST_BUILD: buildDir, FIELDCHART_TEST_TIMINGS: timingsFile } },
 );
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => {
   removeBuild();
+  printSlowest();
   process.exit(code ?? (signal ? 1 : 0));
 });

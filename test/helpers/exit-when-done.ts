@@ -7,10 +7,27 @@
  * than ran, without a word (nodejs/node#64833; seen here: seven of one file's results gone).
  * The exit code is the test runner's own (`process.exitCode`), so a failure still fails.
  */
+import fs from 'node:fs';
 import { after } from 'node:test';
 
 /** How long the report has to reach the runner. A file that leaves nothing open exits at once. */
 const REPORT_GRACE_MS = 1000;
 
+/**
+ * The file's time from its process's start to its tests' end, appended as a JSON line to
+ * FIELDCHART_TEST_TIMINGS when set (test/run.ts prints the slowest files from it).
+ */
+function recordTime(): void {
+  const to = process.env.FIELDCHART_TEST_TIMINGS;
+  const file = process.argv[1];
+  if (!to || !file) return;
+  fs.appendFileSync(to, `${JSON.stringify({ file, ms: Math.round(performance.now()) })}\n`);
+}
+
 // Only in a test file's own process: the runner's is the one without a test context.
-if (process.env.NODE_TEST_CONTEXT) after(() => void setTimeout(() => process.exit(), REPORT_GRACE_MS).unref());
+if (process.env.NODE_TEST_CONTEXT) {
+  after(() => {
+    recordTime();
+    setTimeout(() => process.exit(), REPORT_GRACE_MS).unref();
+  });
+}
