@@ -3,14 +3,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createFieldchartClient, type FieldchartClient } from '../../client-lib/src/index.ts';
+import { emptyDeviceImage } from '../helpers/empty-device-image.ts';
 
 export function tempDataDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-client-'));
 }
 
-/** A client against `baseUrl`, with short backoffs so reconnects happen within a test. */
+/**
+ * A client against `baseUrl`, with short backoffs so reconnects happen within a test; a device
+ * in memory starts from an empty database image instead of running initdb.
+ */
 export async function openClient(baseUrl: string, dataDir = 'memory://', extra: { submitWaitMs?: number } = {}): Promise<FieldchartClient> {
-  return createFieldchartClient({ baseUrl, dataDir, backoff: { initialMs: 40, maxMs: 400 }, ...extra });
+  return createFieldchartClient({ baseUrl, dataDir, backoff: { initialMs: 40, maxMs: 400 }, pglite: { loadDataDir: await emptyDeviceImage() }, ...extra });
 }
 
 export async function signedInClient(baseUrl: string, dataDir = 'memory://'): Promise<FieldchartClient> {

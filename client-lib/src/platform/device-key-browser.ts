@@ -81,6 +81,14 @@ export function indexedDbKeyStore(dataDir: string): DeviceKeyStore {
 /** The sealed first screen (storage/first-screen.ts): its own IndexedDB database, one entry per `dataDir`. */
 const FIRST_SCREEN_DB = 'fieldchart-first-screen';
 
+/**
+ * The data directory holds no database yet: known only of one in memory. An IndexedDB database
+ * runs initdb once, on its first open.
+ */
+export async function holdsNoDatabase(dataDir: string): Promise<boolean> {
+  return dataDir.startsWith('memory://');
+}
+
 export function firstScreenStoreFor(dataDir: string): FirstScreenStore {
   if (dataDir.startsWith('memory://')) return memoryFirstScreenStore();
   return {

@@ -23,6 +23,21 @@ export function deviceKeyStoreFor(dataDir: string): DeviceKeyStore {
   return fileKeyStore(path.join(dataDir.replace(/^file:\/\//, ''), KEY_FILE));
 }
 
+/**
+ * The data directory holds no database yet (PGlite writes PG_VERSION at its top on initdb): its
+ * first open may start from an empty database image (PgliteAssets `loadDataDir`).
+ */
+export async function holdsNoDatabase(dataDir: string): Promise<boolean> {
+  if (dataDir.startsWith('memory://')) return true;
+  try {
+    await fs.access(path.join(dataDir.replace(/^file:\/\//, ''), 'PG_VERSION'));
+    return false;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return true;
+    throw err;
+  }
+}
+
 /** The sealed first screen (storage/first-screen.ts), beside the key in the data directory. */
 export const FIRST_SCREEN_FILE = 'fieldchart-first-screen.sealed';
 

@@ -88,9 +88,13 @@ export function syncingOnlyChanges<F extends PgliteFilesystem>(fs: F): F {
 
 /**
  * PGlite's options for `dataDir` with `assets`: on IndexedDB (`idb://name`), unless the app
- * brings its own file system, PGlite's IDBFS syncing only changes.
+ * brings its own file system, PGlite's IDBFS syncing only changes. The empty database image
+ * goes only to a data dir that holds no database (`fresh`): PGlite refuses to load an image
+ * over one that exists.
  */
-export function pgliteOptionsFor(dataDir: string, assets: PgliteAssets = {}): PgliteAssets {
-  if (!dataDir.startsWith('idb://') || assets.fs !== undefined) return { ...assets };
-  return { ...assets, fs: syncingOnlyChanges(new IdbFs(dataDir.slice('idb://'.length))) };
+export function pgliteOptionsFor(dataDir: string, assets: PgliteAssets = {}, fresh = false): PgliteAssets {
+  const { loadDataDir, ...rest } = assets;
+  const options = fresh && loadDataDir ? { ...rest, loadDataDir } : rest;
+  if (!dataDir.startsWith('idb://') || assets.fs !== undefined) return options;
+  return { ...options, fs: syncingOnlyChanges(new IdbFs(dataDir.slice('idb://'.length))) };
 }

@@ -43,7 +43,7 @@ export function runDatabaseWorker(assets: PgliteAssets = {}): void {
     // PgliteAssets is PGlite's options by shape (pglite-assets.ts PgliteFilesystem).
     init: (options) => {
       const dataDir = options.dataDir ?? 'memory://';
-      return PGlite.create(dataDir, pgliteOptionsFor(dataDir, assets) as PGliteOptions);
+      return PGlite.create(dataDir, pgliteOptionsFor(dataDir, assets, dataDir.startsWith('memory://')) as PGliteOptions);
     },
   });
 }
