@@ -11,6 +11,7 @@
 // (pglite-assets.ts PgliteFilesystem), and these are the package's public declarations.
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import { worker } from '@electric-sql/pglite/worker';
+import { holdsNoDatabase } from '#device-key';
 import type { PgliteAssets } from './pglite-assets.ts';
 import { pgliteOptionsFor } from './changed-files-sync.ts';
 
@@ -41,9 +42,9 @@ export function tabsSupported(): boolean {
 export function runDatabaseWorker(assets: PgliteAssets = {}): void {
   void worker({
     // PgliteAssets is PGlite's options by shape (pglite-assets.ts PgliteFilesystem).
-    init: (options) => {
+    init: async (options) => {
       const dataDir = options.dataDir ?? 'memory://';
-      return PGlite.create(dataDir, pgliteOptionsFor(dataDir, assets, dataDir.startsWith('memory://')) as PGliteOptions);
+      return PGlite.create(dataDir, pgliteOptionsFor(dataDir, assets, await holdsNoDatabase(dataDir)) as PGliteOptions);
     },
   });
 }

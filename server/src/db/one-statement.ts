@@ -5,8 +5,8 @@
  * named statement per connection, no describe round trip), and inside a unit of work it runs
  * on the ambient transaction like any other query. PGlite parses and plans every
  * extended-protocol statement again, so there the statement is prepared in SQL (`PREPARE`)
- * once per session and run by `EXECUTE`, on one generic plan. Rows come back as JSON and are mapped to drizzle's row
- * types by the table's own column decoders.
+ * once per session and run by `EXECUTE`, on one generic plan. Rows come back as JSON and are
+ * mapped to drizzle's row types by the table's own column decoders.
  */
 import { createHash } from 'node:crypto';
 import { fillPlaceholders, getTableColumns, is, Placeholder, sql, type SQL } from 'drizzle-orm';
@@ -100,11 +100,20 @@ interface ExecClient {
 }
 
 const asText = (value: string) => value;
+/** Array types drizzle's PGlite session also leaves as text; PGlite's `types` names no arrays. */
+const NUMERIC_ARRAY = 1231;
+const TIMESTAMP_ARRAY = 1115;
+const TIMESTAMPTZ_ARRAY = 1185;
+const INTERVAL_ARRAY = 1187;
+const DATE_ARRAY = 1182;
 /** drizzle's own parsing of a raw query's rows on PGlite: dates, times and intervals stay text, for the columns' decoders. */
 const DRIZZLE_ROWS: QueryOptions = {
   rowMode: 'object',
   parsers: Object.fromEntries(
-    [types.TIMESTAMP, types.TIMESTAMPTZ, types.INTERVAL, types.DATE, 1231, 1115, 1185, 1187, 1182].map((oid) => [oid, asText]),
+    [types.TIMESTAMP, types.TIMESTAMPTZ, types.INTERVAL, types.DATE, NUMERIC_ARRAY, TIMESTAMP_ARRAY, TIMESTAMPTZ_ARRAY, INTERVAL_ARRAY, DATE_ARRAY].map((oid) => [
+      oid,
+      asText,
+    ]),
   ),
 };
 
