@@ -74,7 +74,6 @@ export interface EngineSteps {
   scheduleReconnect(): void;
   /** The welcomed socket's carrier (null before `welcome`, and over HTTP). */
   carrier(): Carrier | null;
-  send(m: ClientMessage): boolean;
   message(conn: Connection, m: ServerMessage): void;
   closed(conn: Connection, code: number, reason: string): void;
   /** Stops syncing and forgets the session. */
@@ -83,9 +82,6 @@ export interface EngineSteps {
   refused(step: EndStep): void;
   /** Runs `fn` in the engine's order; its failure becomes state (the socket stays). */
   inOrder(fn: () => Promise<void>): void;
-  written(): Promise<void>;
-  whenSynced(): Promise<void>;
-  dropConnection(): void;
   reloadSession(): Promise<void>;
 }
 
@@ -110,13 +106,38 @@ export interface EngineParts {
   leading(): boolean;
   /** The socket's token is refreshed in band before `expiresAt`. */
   keepTokenFresh(expiresAt: string): void;
+  /** Sends on the welcomed socket; false when there is none. */
+  send(m: ClientMessage): boolean;
+  /** A local write was made: shown, and uploaded by the leading tab. */
+  written(): Promise<void>;
+  /**
+   * Resolves when the outbox is empty, the device is current and — on protocol 2 — every
+   * acknowledged write's own copy has given way to the server's rows (SyncClient.whenSynced);
+   * a following tab asks the leader.
+   */
+  whenSynced(): Promise<void>;
+  /** Drops the socket now (tests, or an app going to the background); reconnects with backoff. */
+  dropConnection(): void;
 }
 
 export function engineParts(opts: SyncEngineOptions, steps: EngineSteps): EngineParts {
   const { db } = opts;
   const { events, state } = opts.signals ?? syncSignals();
   const leading = () => tabs === null || tabs.leading;
-  const keepTokenFresh = (expiresAt: string) => session.keepFresh(expiresAt, (token) => steps.send({ type: 'auth', token }));
+  const send = (m: ClientMessage) => (steps.carrier() !== null && sockets.current !== null ? sockets.current.send(m) : false);
+  const keepTokenFresh = (expiresAt: string) => session.keepFresh(expiresAt, (token) => send({ type: 'auth', token }));
+  const written = async () => {
+    await device.counted();
+    events.emit('change', { reason: 'write' });
+    // The write is in the shared outbox: the leading tab uploads it.
+    if (!leading()) tabs?.tellLeader({ type: 'written' });
+    else void uploader.pump();
+  };
+  const whenSynced = () => (tabs && !leading() ? tabs.whenSynced() : waiters.wait());
+  const dropConnection = (): void => {
+    if (leading()) sockets.close(CLOSE_CODES.client_reconnect, 'client reconnect');
+    else tabs?.tellLeader({ type: 'reconnect' });
+  };
 
   const reconnect = new Reconnect(() => steps.connect(), {
     ...(opts.backoff ? { backoff: opts.backoff } : {}),
@@ -136,7 +157,7 @@ export function engineParts(opts: SyncEngineOptions, steps: EngineSteps): Engine
   });
   const drafts = new DraftSync({
     db,
-    send: (m) => steps.send(m),
+    send,
     onConfirmed: () => void uploader.pump(),
     onError: (code, message) => state.fail(code, message),
     submitWaitMs: opts.submitWaitMs ?? 15_000,
@@ -197,12 +218,12 @@ export function engineParts(opts: SyncEngineOptions, steps: EngineSteps): Engine
         state,
         events,
         drafts,
-        written: () => steps.written(),
-        whenSynced: () => steps.whenSynced(),
-        dropConnection: () => steps.dropConnection(),
+        written,
+        whenSynced,
+        dropConnection,
         reloadSession: () => steps.reloadSession(),
         enqueue: (fn) => steps.inOrder(fn),
       })
     : null;
-  return { events, state, session, drafts, uploader, feed, fallback, sockets, reconnect, waiters, device, route, network, unwatchNetwork, tabs, leading, keepTokenFresh };
+  return { events, state, session, drafts, uploader, feed, fallback, sockets, reconnect, waiters, device, route, network, unwatchNetwork, tabs, leading, keepTokenFresh, send, written, whenSynced, dropConnection };
 }

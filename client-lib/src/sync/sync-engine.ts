@@ -11,7 +11,7 @@
  * are handled one after another (each may write the device database), and every background
  * failure becomes status, never an unhandled rejection.
  */
-import { CLOSE_CODES, type ClientMessage, type ServerMessage } from '@fieldchart/schema/sync';
+import { CLOSE_CODES, type ServerMessage } from '@fieldchart/schema/sync';
 import { failureCode } from '../storage/storage-errors.ts';
 import type { RestClient } from '../rest/index.ts';
 import { clientIdOf, type StoredSession } from '../storage/meta.ts';
@@ -34,6 +34,15 @@ export class SyncEngine {
   readonly state: EngineParts['state'];
   readonly session: EngineParts['session'];
   readonly drafts: EngineParts['drafts'];
+  readonly written: EngineParts['written'];
+  readonly whenSynced: EngineParts['whenSynced'];
+  readonly dropConnection: EngineParts['dropConnection'];
+  /**
+   * Removes the user's data from the device — synced rows, the outbox and drafts, unsynced
+   * work included — and replaces the device key; the app hears a reset. Sign-out, another
+   * user signing in, and an account closed on the server all end here.
+   */
+  readonly wipeUserData: () => Promise<void>;
   private readonly parts: EngineParts;
   /** The socket's carrier once the server said `welcome` (null before, and for HTTP). */
   private welcomed: Carrier | null = null;
@@ -51,7 +60,6 @@ export class SyncEngine {
       syncing: () => this.syncing,
       scheduleReconnect: () => this.scheduleReconnect(),
       carrier: () => this.welcomed,
-      send: (m) => this.send(m),
       message: (conn, m) => this.enqueue(() => this.handle(conn, m)),
       closed: (conn, code, reason) => this.enqueue(() => this.handleClose(conn, code, reason)),
       endSession: (reason) => this.endSession(reason),
@@ -59,12 +67,10 @@ export class SyncEngine {
       inOrder: (fn) => {
         this.queue = this.queue.then(fn).catch((err: unknown) => this.state.failWith(err, 'internal'));
       },
-      written: () => this.written(),
-      whenSynced: () => this.whenSynced(),
-      dropConnection: () => this.dropConnection(),
       reloadSession: () => this.reloadSession(),
     });
-    ({ events: this.events, state: this.state, session: this.session, drafts: this.drafts } = this.parts);
+    ({ events: this.events, state: this.state, session: this.session, drafts: this.drafts, written: this.written, whenSynced: this.whenSynced, dropConnection: this.dropConnection } = this.parts);
+    this.wipeUserData = () => this.parts.device.wipe();
   }
 
   /** Syncing runs and the client is open. */
@@ -103,24 +109,6 @@ export class SyncEngine {
     this.parts.tabs?.tellLeader({ type: 'session' });
   }
 
-  /** A local write was made: show it and upload it. */
-  async written(): Promise<void> {
-    await this.parts.device.counted();
-    this.events.emit('change', { reason: 'write' });
-    // The write is in the shared outbox: the leading tab uploads it.
-    if (!this.parts.leading()) this.parts.tabs?.tellLeader({ type: 'written' });
-    else void this.parts.uploader.pump();
-  }
-
-  /**
-   * Resolves when the outbox is empty, the device is current and — on protocol 2 — every
-   * acknowledged write's own copy has given way to the server's rows (SyncClient.whenSynced).
-   */
-  whenSynced(): Promise<void> {
-    if (this.parts.tabs && !this.parts.leading()) return this.parts.tabs.whenSynced();
-    return this.parts.waiters.wait();
-  }
-
   async close(): Promise<void> {
     this.closed = true;
     this.parts.unwatchNetwork();
@@ -130,12 +118,6 @@ export class SyncEngine {
     await this.drafts.flush();
     this.drafts.destroy();
     this.events.clear();
-  }
-
-  /** Drops the socket now (tests, or an app going to the background); reconnects with backoff. */
-  dropConnection(): void {
-    if (!this.parts.leading()) return this.parts.tabs?.tellLeader({ type: 'reconnect' });
-    this.parts.sockets.close(CLOSE_CODES.client_reconnect, 'client reconnect');
   }
 
   /** The network is back: connect now, not when the backoff would have tried next. */
@@ -212,10 +194,6 @@ export class SyncEngine {
     });
   }
 
-  private send(m: ClientMessage): boolean {
-    return this.welcomed !== null && this.parts.sockets.current !== null ? this.parts.sockets.current.send(m) : false;
-  }
-
   private async handleClose(conn: Connection, code: number, reason: string): Promise<void> {
     if (!this.parts.sockets.ended(conn)) return;
     const wasWelcomed = this.welcomed !== null;
@@ -244,15 +222,6 @@ export class SyncEngine {
         this.scheduleReconnect();
         await this.parts.fallback.takeUpIfWanted();
     }
-  }
-
-  /**
-   * Removes the user's data from the device — synced rows, the outbox and drafts, unsynced
-   * work included — and replaces the device key; the app hears a reset. Sign-out, another
-   * user signing in, and an account closed on the server all end here.
-   */
-  async wipeUserData(): Promise<void> {
-    return this.parts.device.wipe();
   }
 
   /**
