@@ -24,8 +24,10 @@
  * either from something new.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import * as decoding from 'lib0/decoding';
@@ -611,13 +613,16 @@ async function finalCheck(m: Model, w: World): Promise<void> {
 
 // ——— the run ———
 
+const copyDir = (from: string, to: string) => promisify(execFile)('cp', ['-R', `${from}/.`, to]);
+
 forEachBackend('offline client model', (backend) => {
   let server: TestServer;
   let template: string;
   const clock = manualClock();
   before(async () => {
     server = await startTestServer(backend, { clock, env: { ACCESS_TOKEN_TTL_SECONDS: String(ACCESS_TTL_SECONDS) } });
-    // A migrated, empty device database to copy: creating one costs seconds, copying one does not.
+    // A migrated, empty device database to copy: creating one costs seconds, copying one does not,
+    // with cp(1): fs.promises.cp took 1.0–1.8 s for its thousand files where `cp -R` took 0.08 s.
     // (Nothing but the schema: each copy still generates its own client id on first start.)
     template = tempDataDir();
     await (await openLocalDb(template)).close();
@@ -645,7 +650,7 @@ forEachBackend('offline client model', (backend) => {
       Array.from({ length: devices }, async (_, index) => {
         const proxy = await startTcpProxy(server.url);
         const dir = tempDataDir();
-        await fs.promises.cp(template, dir, { recursive: true });
+        await copyDir(template, dir);
         const client = await openClient(proxy.url, dir);
         await client.signIn({ email: user.email, password: user.password });
         return { index, dir, proxy, client, docs: new Map<string, Y.Doc>() };
