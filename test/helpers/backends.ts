@@ -50,26 +50,36 @@ async function migrateAll(database: Database, pool: Pool): Promise<void> {
   await prepareJobQueue(pool);
 }
 
-let pgliteTemplate: Promise<Blob> | null = null;
-
-async function pgliteTemplateBlob(): Promise<Blob> {
-  // Uncompressed: PGlite opened a gzipped template in 1.6 s and the same tar in 0.8 s (PGlite
-  // 0.5, this machine), and every test file opens one or more.
-  const file = path.join(cacheDir, `pglite-${migrationsHash()}.tar`);
+/**
+ * A PGlite archive made once and kept in the run's test cache under `name`, so that the other
+ * test processes read it instead of making it again.
+ */
+export async function cachedArchive(name: string, make: () => Promise<Blob>): Promise<Blob> {
+  const file = path.join(cacheDir, name);
   if (fs.existsSync(file)) return new Blob([fs.readFileSync(file)]);
-  const database = await openDatabase({ kind: 'pglite', dataDir: 'memory://' });
-  const pglite = database.pglite as PGlite;
-  const pool = new PglitePgPool(pglite);
-  await migrateAll(database, pool.asPgPool());
-  await pool.end();
-  const blob = await pglite.dumpDataDir('none');
-  await database.close();
+  const blob = await make();
   fs.mkdirSync(cacheDir, { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
   fs.writeFileSync(tmp, Buffer.from(await blob.arrayBuffer()));
   fs.renameSync(tmp, file); // atomic: parallel test processes never read half a file
   return blob;
 }
+
+let pgliteTemplate: Promise<Blob> | null = null;
+
+// Uncompressed: PGlite opened a gzipped template in 1.6 s and the same tar in 0.8 s (PGlite
+// 0.5, this machine), and every test file opens one or more.
+const pgliteTemplateBlob = () =>
+  cachedArchive(`pglite-${migrationsHash()}.tar`, async () => {
+    const database = await openDatabase({ kind: 'pglite', dataDir: 'memory://' });
+    const pglite = database.pglite as PGlite;
+    const pool = new PglitePgPool(pglite);
+    await migrateAll(database, pool.asPgPool());
+    await pool.end();
+    const blob = await pglite.dumpDataDir('none');
+    await database.close();
+    return blob;
+  });
 
 /**
  * Fills `dir` (an empty or absent PGlite data dir, e.g. a server's `<FIELDCHART_DATA_DIR>/pgdata`)
