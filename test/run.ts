@@ -81,8 +81,10 @@ const cleanUp = () => {
   fs.rmSync(buildDir, { recursive: true, force: true });
   fs.rmSync(runTmp, { recursive: true, force: true });
 };
-// Each file's time, start of its process to end of its tests (helpers/exit-when-done.ts): the slowest are printed last.
+// Each file's time, start of its process to end of its tests (helpers/exit-when-done.ts): the
+// slowest are printed last, and every file's is kept in lastTimings until the next run.
 const timingsFile = path.join(cacheDir, `fieldchart-test-timings-${process.pid}.jsonl`);
+const lastTimings = path.join(cacheDir, 'fieldchart-test-timings.txt');
 const SLOWEST_SHOWN = 15;
 function printSlowest(): void {
   if (!fs.existsSync(timingsFile)) return;
@@ -96,7 +98,10 @@ function printSlowest(): void {
   if (rows.length === 0) return;
   const total = rows.reduce((sum, r) => sum + r.ms, 0);
   console.log(`\nslowest test files (of ${rows.length}; ${(total / 1000).toFixed(0)} s of test processes in all, ${process.env.TEST_CONCURRENCY ?? '2'} at a time):`);
-  for (const r of rows.slice(0, SLOWEST_SHOWN)) console.log(`  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${path.relative(path.join(root, '..'), r.file)}`);
+  const lines = rows.map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${path.relative(path.join(root, '..'), r.file)}`);
+  for (const line of lines.slice(0, SLOWEST_SHOWN)) console.log(line);
+  fs.writeFileSync(lastTimings, `${lines.join('\n')}\n`);
+  console.log(`(every file's: ${path.relative(path.join(root, '..'), lastTimings)})`);
 }
 const child = spawn(
   process.execPath,
