@@ -29,10 +29,11 @@ type Pending = { resolve: (value: unknown) => void; reject: (err: Error) => void
 /**
  * Running from source, the thread is compiled to one JavaScript file first, with the esbuild
  * that tsx itself runs on, and kept under node_modules/.cache by its sources' hash (every
- * process after the first finds it). Registering tsx inside each new thread instead cost
+ * process after the first finds it; a process compiles or looks at most once). Registering tsx inside each new thread instead cost
  * 0.7–0.9 s per thread, and every test database and source-run server starts one.
  */
-async function compiledFromSource(): Promise<URL> {
+let compiled: Promise<URL> | null = null;
+async function compileFromSource(): Promise<URL> {
   const sources = ['./pglite-thread.ts', './pglite-thread-protocol.ts'].map((f) => new URL(f, import.meta.url));
   const { build, version } = await import('esbuild');
   const hash = createHash('sha256').update(version);
@@ -64,7 +65,7 @@ async function startWorker(init: ThreadInit): Promise<Worker> {
   // No preloads: the parent's `--import tsx` (and a test run's hooks) would load again in the thread.
   const options = { workerData: init, transferList: init.loadDataDir ? [init.loadDataDir] : [], execArgv: [] };
   // The build (scripts/build.ts) emits the thread beside the bundle that opens it.
-  const entry = import.meta.url.endsWith('.ts') ? await compiledFromSource() : new URL('./pglite-thread.js', import.meta.url);
+  const entry = import.meta.url.endsWith('.ts') ? await (compiled ??= compileFromSource()) : new URL('./pglite-thread.js', import.meta.url);
   return new Worker(entry, options);
 }
 
