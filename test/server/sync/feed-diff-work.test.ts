@@ -108,11 +108,26 @@ forEachBackend('feed diff: what a poke reads', (backend) => {
       // One more event, the statistics now knowing the events (ANALYZE drops the plan): the
       // window is not read again.
       await database.db.execute(sql`analyze`);
-      await database.db.execute(sql`insert into timer_events (visit_id, owner_id, event_type, event_time) values (${ids[0]}::uuid, ${user.uuid}::uuid, 'complete', now())`);
-      const one = await feed.read(user.uuid, events.cursor, now);
-      assert.equal(one.changes.length, 1);
-      const forOne = await explain();
-      assert.ok(forOne <= 60, `${forOne} rows touched for 1 changed`);
+      let cursor = events.cursor;
+      for (let attempt = 1; ; attempt++) {
+        await database.db.execute(sql`insert into timer_events (visit_id, owner_id, event_type, event_time) values (${ids[0]}::uuid, ${user.uuid}::uuid, 'complete', now() + ${`${attempt} seconds`}::interval)`);
+        const one = await feed.read(user.uuid, cursor, now);
+        assert.equal(one.changes.length, 1);
+        const forOne = await explain();
+        // The diff reads rows by transaction id from the cursor's snapshot's xmin. On PostgreSQL
+        // xids are the cluster's: a transaction of another database that was open when the
+        // cursor was taken (another test file's) holds that xmin back, and the rows written since
+        // it are read and filtered, rightly (seen under load: 8,414). Only a cursor taken with no
+        // other transaction open measures the plan alone; the test takes a new one until then.
+        const since = String((ran as { readonly params: readonly unknown[] } | null)?.params.find((v) => typeof v === 'string' && /^\d+:\d+:/.test(v)) ?? '');
+        const [xmin, xmax] = since.split(':');
+        if (forOne <= 60 || xmin === xmax || attempt === 20) {
+          assert.ok(forOne <= 60, `${forOne} rows touched for 1 changed (cursor ${since || 'not found'}, attempt ${attempt})`);
+          break;
+        }
+        cursor = one.cursor;
+        await new Promise((r) => setTimeout(r, 250));
+      }
     } finally {
       if (preparedText !== null) await run('deallocate fieldchart_test_diff').catch(() => {});
       if (reserved) await reserved.unsafe('reset plan_cache_mode').catch(() => {});
