@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
+import { seedPgliteDataDir } from '../helpers/backends.ts';
 import { killAllServers, runCli, spawnServer, apiRequest as http } from '../helpers/processes.ts';
 import { newAccount } from '../helpers/test-server.ts';
 
@@ -34,6 +35,7 @@ test('a backup taken while the server runs restores and is served', async () => 
   const dataDir = tempDir('backup-data');
   const backupFile = path.join(tempDir('backup-out'), 'fieldchart.tar.gz');
   const env = { FIELDCHART_DATA_DIR: dataDir, WORKER_ENABLED: 'false' };
+  await seedPgliteDataDir(path.join(dataDir, 'pgdata'));
 
   let server = spawnServer(env);
   let base = await server.url(120_000);

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { phiKeyFileOf } from '@fieldchart/server';
-import { backends } from '../helpers/backends.ts';
+import { backends, serverDataDir } from '../helpers/backends.ts';
 import { cliJson, killAllServers, runCli, spawnServer, apiRequest as http } from '../helpers/processes.ts';
 import { newAccount, startTestServer } from '../helpers/test-server.ts';
 
@@ -40,7 +40,7 @@ async function readsBack(base: string, token: string, first: string) {
 
 describe('fieldchart keys and audit: embedded, with the server running', () => {
   test('rotate goes through the admin socket: the server swaps its ring and keeps reading; audit export prints JSON lines', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-keys-'));
+    const dataDir = await serverDataDir('fieldchart-keys-', false);
     tempDirs.push(dataDir);
     const env = { FIELDCHART_DATA_DIR: dataDir };
     const server = spawnServer(env);

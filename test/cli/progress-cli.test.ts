@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { backends } from '../helpers/backends.ts';
+import { backends, seedPgliteDataDir } from '../helpers/backends.ts';
 import { killAllServers, runCli, spawnServer } from '../helpers/processes.ts';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-progress-cli-'));
@@ -38,6 +38,7 @@ function assertStep(stderr: string, label: string, step: string): number {
 }
 
 test('seed, key rotation and backup print plain progress lines on a non-terminal stderr', async () => {
+  await seedPgliteDataDir(path.join(dir, 'pgdata'));
   const seeded = await runCli(['--json', 'seed', '--demo'], env, 240_000);
   assert.equal(seeded.code, 0, seeded.stderr);
   const result = JSON.parse(seeded.stdout) as { patients: { total: number }; visits: { total: number } };

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import type { FieldchartClient, Visit } from '../../client-lib/src/index.ts';
-import { backends } from '../helpers/backends.ts';
+import { backends, serverDataDir } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { spawnServer, type ServerProcess } from '../helpers/processes.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
@@ -56,7 +56,7 @@ const visitView = (v: Visit) => ({
 
 for (const backend of backends) {
   test(`the server killed with SIGKILL mid-upload: the device finishes against the restarted server, every write once [${backend.name}]`, async (t) => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-client-crash-'));
+    const dataDir = await serverDataDir('fieldchart-client-crash-', backend.name === 'postgres');
     const deviceDir = tempDataDir();
     const db = backend.name === 'postgres' ? await backend.open() : null;
     const env = { FIELDCHART_DATA_DIR: dataDir, DATABASE_URL: db?.url ?? undefined, LOG_LEVEL: 'info' };

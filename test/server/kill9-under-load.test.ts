@@ -22,7 +22,7 @@ import { keyedWrite, type Attempt } from '../../bench/support/keyed-write.ts';
 import { LoadDevice, timerKey } from '../../bench/support/load-device.ts';
 import { LoadNode } from '../../bench/support/load-nodes.ts';
 import { openDatabase } from '../../server/src/db/database.ts';
-import { backends, seedPgliteDataDir } from '../helpers/backends.ts';
+import { backends, serverDataDir } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { freePort } from '../helpers/processes.ts';
 import { API, newAccount } from '../helpers/test-server.ts';
@@ -49,9 +49,8 @@ interface Clinician {
 for (const backend of backends) {
   test(`kill -9 of the server and of the worker under load: nothing acknowledged lost, no job lost, devices reconcile [${backend.name}]`, { timeout: 180_000 }, async (t) => {
     const onPostgres = backend.name === 'postgres';
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-kill9-'));
+    const dataDir = await serverDataDir('fieldchart-kill9-', onPostgres);
     const db = onPostgres ? await backend.open() : null;
-    if (!onPostgres) await seedPgliteDataDir(path.join(dataDir, 'pgdata'));
     const { stt, inFlight: inStt } = await startTimedSttStandIn(STT_MS);
     const port = await freePort();
     const origin = `http://127.0.0.1:${port}`;

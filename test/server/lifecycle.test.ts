@@ -14,6 +14,9 @@ import { eventually } from '../helpers/eventually.ts';
 import { freePort, killAllServers, spawnServer, type ServerProcess } from '../helpers/processes.ts';
 import { API, newAccount } from '../helpers/test-server.ts';
 
+/** Every server here starts from the sources, as `npm start` does; other suites start the build. */
+const NPM_START = { via: 'npm-start' } as const;
+
 /** The requirement for a reboot on an existing data dir, spawn to /readyz 200. */
 const READY_BUDGET_MS = 3000;
 
@@ -44,7 +47,7 @@ describe('server lifecycle (npm start)', () => {
   });
   /** The server the later tests share (the reboot test leaves one running). */
   async function running(): Promise<ServerProcess> {
-    server ??= spawnServer(env);
+    server ??= spawnServer(env, NPM_START);
     await server.url();
     return server;
   }
@@ -55,7 +58,7 @@ describe('server lifecycle (npm start)', () => {
   });
 
   test('boots on a new data dir: /healthz and /readyz answer 200, SIGTERM exits 0', async () => {
-    const s = spawnServer(env);
+    const s = spawnServer(env, NPM_START);
     const url = await s.url(120_000);
     const health = await getJson(`${url}/healthz`);
     assert.equal(health.status, 200);
@@ -75,7 +78,7 @@ describe('server lifecycle (npm start)', () => {
     const figures: number[] = [];
     for (let attempt = 1; attempt <= 3; attempt++) {
       const port = await freePort();
-      const s = spawnServer({ ...env, PORT: String(port) });
+      const s = spawnServer({ ...env, PORT: String(port) }, NPM_START);
       const ms = await eventually(
         async () => {
           const res = await getJson(`http://127.0.0.1:${port}/readyz`);
@@ -112,7 +115,7 @@ describe('server lifecycle (npm start)', () => {
 
   test('a second server on the same data dir exits non-zero with a clear message', async () => {
     const first = await running();
-    const second = spawnServer(env);
+    const second = spawnServer(env, NPM_START);
     const exit = await second.exited;
     assert.equal(exit.code, 75);
     assert.match(second.stderr(), new RegExp(`data directory is in use by server process ${first.pid}: ${dataDir.replace(/[.]/g, '\\.')}`));
@@ -176,7 +179,7 @@ describe('server lifecycle (npm start)', () => {
     server = null;
 
     // The directory is free: a new server starts on it and has the account.
-    const next = spawnServer(env);
+    const next = spawnServer(env, NPM_START);
     const url = await next.url();
     const signIn = await fetch(`${url}${API}/sign-in`, {
       method: 'POST',
@@ -188,8 +191,8 @@ describe('server lifecycle (npm start)', () => {
   });
 
   test('invalid configuration exits non-zero and names the variable', async () => {
-    const badPort = spawnServer({ ...env, PORT: 'abc' });
-    const badDb = spawnServer({ ...env, DATABASE_URL: 'mysql://localhost/x' });
+    const badPort = spawnServer({ ...env, PORT: 'abc' }, NPM_START);
+    const badDb = spawnServer({ ...env, DATABASE_URL: 'mysql://localhost/x' }, NPM_START);
     const [portExit, dbExit] = await Promise.all([badPort.exited, badDb.exited]);
     assert.equal(portExit.code, 78);
     assert.match(badPort.stderr(), /Invalid configuration:\n {2}PORT: /);

@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { WebSocket } from 'ws';
-import { forEachBackend, type TestDatabase } from '../helpers/backends.ts';
+import { forEachBackend, seedPgliteDataDir, type TestDatabase } from '../helpers/backends.ts';
 import { killAllServers, spawnServer, type ServerProcess } from '../helpers/processes.ts';
 import { API, newAccount } from '../helpers/test-server.ts';
 import { resolver, type JsonSchema } from './fuzz/arbitraries.ts';
@@ -142,6 +142,7 @@ forEachBackend('logs: canaries in every route', (backend) => {
 
   before(async () => {
     db = backend.name === 'postgres' ? await backend.open() : null;
+    if (!db) await seedPgliteDataDir(path.join(dataDir, 'pgdata'));
     server = spawnServer({
       FIELDCHART_DATA_DIR: dataDir,
       LOG_LEVEL: 'trace',

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { backends } from '../helpers/backends.ts';
+import { backends, serverDataDir } from '../helpers/backends.ts';
 import { killAllServers, spawnServer, type ServerProcess } from '../helpers/processes.ts';
 import { helloSync, nextFeed } from '../helpers/sync-socket.ts';
 import { newAccount } from '../helpers/test-server.ts';
@@ -80,7 +80,7 @@ if (namespaceSkip) console.log(`# pid-namespace restarts not tested here: ${name
 
 for (const backend of backends) {
   test(`kill -9 under write load, then start again at once: up the first time, nothing acknowledged lost [${backend.name}]`, async (t) => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-restart-'));
+    const dataDir = await serverDataDir('fieldchart-restart-', backend.name === 'postgres');
     const db = backend.name === 'postgres' ? await backend.open() : null;
     const env = { FIELDCHART_DATA_DIR: dataDir, DATABASE_URL: db?.url ?? undefined, LOG_LEVEL: 'info' };
     const lives = namespaceSkip ? (['host', 'host', 'host'] as const) : (['host', 'pid-namespace', 'pid-namespace'] as const);

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { forEachBackend } from '../../helpers/backends.ts';
+import { forEachBackend, serverDataDir } from '../../helpers/backends.ts';
 import { cliJson, runCli } from '../../helpers/processes.ts';
 import { newAccount, registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
 import { verifyEmail } from '../../helpers/verify-email.ts';
@@ -159,8 +159,8 @@ forEachBackend('organizations: operator operations and CLI', (backend) => {
       assert.match(missing.stderr, /organization_not_found/);
     } else {
       // PGlite: the test database lives in this process, so the CLI gets an empty data dir of its
-      // own (each run there migrates a fresh database: kept to one).
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-org-cli-'));
+      // own, its database already migrated.
+      const dir = await serverDataDir('fieldchart-org-cli-', false);
       try {
         const env = { FIELDCHART_DATA_DIR: dir };
         assert.deepEqual(await cliJson(['org', 'list'], env), { total: 0, items: [] });

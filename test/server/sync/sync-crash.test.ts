@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { backends } from '../../helpers/backends.ts';
+import { backends, serverDataDir } from '../../helpers/backends.ts';
 import { spawnServer, type ServerProcess } from '../../helpers/processes.ts';
 import { newAccount } from '../../helpers/test-server.ts';
 import { helloSync, nextFeed, type SyncSocket } from '../../helpers/sync-socket.ts';
@@ -54,7 +54,7 @@ function upload(socket: SyncSocket, from: number, patientIds: string[]): void {
 
 for (const backend of backends) {
   test(`kill -9 mid-upload loses no acknowledged mutation and applies none twice [${backend.name}]`, async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-crash-'));
+    const dataDir = await serverDataDir('fieldchart-crash-', backend.name === 'postgres');
     // PostgreSQL: a fresh migrated database the server process connects to by URL.
     const db = backend.name === 'postgres' ? await backend.open() : null;
     const dbUrl = db?.url ?? undefined;

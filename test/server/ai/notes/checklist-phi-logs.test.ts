@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
+import { seedPgliteDataDir } from '../../../helpers/backends.ts';
 import { killAllServers, spawnServer } from '../../../helpers/processes.ts';
 import { API, newAccount } from '../../../helpers/test-server.ts';
 
@@ -26,6 +27,7 @@ async function post(base: string, pathname: string, body: unknown, token?: strin
 }
 
 test('checklist requests leave no transcript text in the server output', async () => {
+  await seedPgliteDataDir(path.join(dataDir, 'pgdata'));
   const server = spawnServer({ FIELDCHART_DATA_DIR: dataDir, LOG_LEVEL: 'trace', WORKER_ENABLED: 'false' });
   const base = await server.url(120_000);
   const reg = await post(base, '/register', newAccount());

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import pg from 'pg';
 import { startWorkerLiveness } from '../../../../server/src/jobs/worker-liveness.ts';
-import { backends } from '../../../helpers/backends.ts';
+import { backends, serverDataDir } from '../../../helpers/backends.ts';
 import { eventually } from '../../../helpers/eventually.ts';
 import { spawnServer, type ServerProcess } from '../../../helpers/processes.ts';
 import { newAccount } from '../../../helpers/test-server.ts';
@@ -31,7 +31,7 @@ async function call(url: string, method: string, pathname: string, token: string
 
 for (const backend of backends) {
   test(`kill -9 mid-job: after restart the run completes exactly once [${backend.name}]`, async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-ai-crash-'));
+    const dataDir = await serverDataDir('fieldchart-ai-crash-', backend.name === 'postgres');
     const db = backend.name === 'postgres' ? await backend.open() : null;
     const stt = await startSttStandIn();
     let hold: (() => void) | null = null;
