@@ -5,7 +5,7 @@ import { Logger, run, runMigrations } from 'graphile-worker';
 import type { Runner, RunnerOptions, TaskList, WorkerEvents } from 'graphile-worker';
 import { PglitePgPool, unlockDeadWorkers } from '../../server/src/db/pglite-pg-pool.ts';
 import type { PglitePgClient } from '../../server/src/db/pglite-pg-pool.ts';
-import { PgliteThread, type EmbeddedPglite } from '../../server/src/db/pglite-thread-client.ts';
+import { PgliteThread, removeStaleCompiled, type EmbeddedPglite } from '../../server/src/db/pglite-thread-client.ts';
 
 // One PGlite for the whole file: initdb alone takes 2–5 s. On its own thread, as the server
 // opens it (db/database.ts).
@@ -516,4 +516,25 @@ describe('PglitePgPool with graphile-worker 0.17.3', () => {
     });
     assert.deepEqual(unexpectedErrors, []);
   });
+});
+
+test('compiled threads nobody started for a day are removed when another is compiled; recent ones stay', async () => {
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const { pathToFileURL } = await import('node:url');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-thread-cache-'));
+  try {
+    const day = 24 * 3600_000;
+    const old = new Date(Date.now() - 2 * day);
+    for (const name of ['stale.mjs', 'stale.mjs.123.tmp']) {
+      fs.writeFileSync(path.join(dir, name), '');
+      fs.utimesSync(path.join(dir, name), old, old);
+    }
+    fs.writeFileSync(path.join(dir, 'recent.mjs'), '');
+    await removeStaleCompiled(pathToFileURL(`${dir}/`), Date.now() - day);
+    assert.deepEqual(fs.readdirSync(dir), ['recent.mjs']);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

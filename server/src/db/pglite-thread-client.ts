@@ -40,7 +40,9 @@ async function compileFromSource(): Promise<URL> {
   for (const f of sources) hash.update(await fs.readFile(f));
   // Inside the checkout, so that @electric-sql/pglite resolves from its node_modules.
   const out = new URL(`../../../node_modules/.cache/fieldchart-pglite-thread/${hash.digest('hex').slice(0, 16)}.mjs`, import.meta.url);
-  const exists = await fs.stat(out).then(() => true, () => false);
+  const now = new Date();
+  // Touched at each use: a file some process of this checkout still starts stays recent.
+  const exists = await fs.utimes(out, now, now).then(() => true, () => false);
   if (!exists) {
     const { outputFiles } = await build({
       entryPoints: [fileURLToPath(sources[0]!)],
@@ -57,8 +59,20 @@ async function compileFromSource(): Promise<URL> {
     const tmp = new URL(`${out.href}.${process.pid}.tmp`);
     await fs.writeFile(tmp, outputFiles[0]!.contents);
     await fs.rename(tmp, out);
+    await removeStaleCompiled(new URL('.', out), now.getTime() - STALE_AFTER_MS);
   }
   return out;
+}
+
+/** A compiled thread nobody started for this long is of sources that are gone: one file per edit otherwise piles up. */
+const STALE_AFTER_MS = 24 * 3600_000;
+
+export async function removeStaleCompiled(dir: URL, before: number): Promise<void> {
+  for (const name of await fs.readdir(dir).catch(() => [])) {
+    const file = new URL(name, dir);
+    const stat = await fs.stat(file).catch(() => null);
+    if (stat && stat.mtimeMs < before) await fs.rm(file, { force: true });
+  }
 }
 
 async function startWorker(init: ThreadInit): Promise<Worker> {
