@@ -20,67 +20,19 @@ import { systemClock } from '../../../server/src/clock.ts';
 
 const at = (minute: number) => new Date(Date.parse('2026-11-20T14:00:00Z') + minute * 60_000).toISOString();
 
-/** The optimistic write: it applies only where the visit's row_version is still the one read. */
-const isOptimisticWrite = (text: string) => /row_version = \$\d+::bigint/.test(text) && text.includes('jsonb_to_recordset');
-
 /**
- * `db` with one difference: right before the optimistic write statement runs, another writer
- * changes the visit (`race`, by default an update that only moves its row_version on), so
- * that write finds nothing to do. The write is recognised by its SQL wherever it runs: as
- * drizzle's prepared query (PostgreSQL) or as the EXECUTE, sent through PGlite's own client, of
- * a statement PREPAREd in SQL (PGlite), whose text the session's pg_prepared_statements names.
+ * The service on `db` with one difference: right before each optimistic write, another writer
+ * changes the visit (`race`, by default an update that only moves its row_version on), so that
+ * write finds nothing to do.
  */
-function racingDb(db: Db, visitId: string, counter: { lost: number }, race?: (try_: number) => Promise<unknown>): Db {
-  const interfere = async () => {
-    await (race ? race(counter.lost) : db.execute(sql`update visits set updated_at = updated_at where id = ${visitId}::uuid`));
-    counter.lost++;
-  };
-  const writes = new Map<string, boolean>();
-  const isWriteStatement = async (name: string) => {
-    if (!writes.has(name)) {
-      const [row] = rowsOf<{ statement: string }>(await db.execute(sql`select statement from pg_prepared_statements where name = ${name}`));
-      writes.set(name, isOptimisticWrite(row?.statement ?? ''));
-    }
-    return writes.get(name) === true;
-  };
-  const session = db._.session;
-  // PGlite's client, which runs the EXECUTE (one-statement.ts); PostgreSQL's session has none.
-  const client: unknown = (session as unknown as { client?: unknown }).client;
-  const racingClient =
-    typeof client === 'object' && client !== null && 'exec' in client
-      ? new Proxy(client as { exec(text: string, ...rest: unknown[]): Promise<unknown> }, {
-          get(target, prop, receiver) {
-            if (prop !== 'exec') return Reflect.get(target, prop, receiver) as unknown;
-            return async (text: string, ...rest: unknown[]) => {
-              const executed = /\bexecute (\w+)/.exec(text);
-              if (executed?.[1] && (await isWriteStatement(executed[1]))) await interfere();
-              return target.exec(text, ...rest);
-            };
-          },
-        })
-      : client;
-  const racingSession = new Proxy(session, {
-    get(target, prop, receiver) {
-      if (prop === 'client') return racingClient;
-      if (prop !== 'prepareQuery') return Reflect.get(target, prop, receiver);
-      return (...args: Parameters<typeof session.prepareQuery>) => {
-        const prepared = target.prepareQuery(...args);
-        if (!isOptimisticWrite(args[0].sql)) return prepared;
-        const execute = prepared.execute.bind(prepared);
-        prepared.execute = (async (placeholders?: Record<string, unknown>) => {
-          await interfere();
-          return execute(placeholders);
-        }) as typeof prepared.execute;
-        return prepared;
-      };
-    },
-  });
-  const internals = new Proxy(db._, { get: (target, prop) => (prop === 'session' ? racingSession : Reflect.get(target, prop)) });
-  return new Proxy(db, {
-    get(target, prop) {
-      if (prop === '_') return internals;
-      const value = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? value.bind(target) : value;
+function racingTimerEvents(db: Db, visitId: string, counter: { lost: number }, race?: (try_: number) => Promise<unknown>) {
+  return createTimerEvents({
+    db,
+    clock: systemClock,
+    audit: createAuditLog({ db, clock: systemClock }),
+    beforeOptimisticWrite: async () => {
+      await (race ? race(counter.lost) : db.execute(sql`update visits set updated_at = updated_at where id = ${visitId}::uuid`));
+      counter.lost++;
     },
   });
 }
@@ -98,8 +50,7 @@ forEachBackend('visits: timer events after the optimistic tries are lost', (back
     const visitId = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: '2026-11-20', start_time: '09:00' });
     const db = server.runtime.database.db;
     const counter = { lost: 0 };
-    const racing = racingDb(db, visitId, counter);
-    const service = createTimerEvents({ db: racing, clock: systemClock, audit: createAuditLog({ db, clock: systemClock }) });
+    const service = racingTimerEvents(db, visitId, counter);
     const ctx = { actorUserId: user.uuid, organizationId: null, requestId: 'fallback-test' };
     const events = [timerEvent('start_travel', at(0)), timerEvent('arrive', at(25), { latitude: 41.9, longitude: -87.6, accuracy: 4 })];
 
@@ -142,13 +93,9 @@ forEachBackend('visits: timer events after the optimistic tries are lost', (back
     // The other writer is another device recording its own arrive (minute 20) through the
     // same service, before this batch's last optimistic write: only the locked read sees it.
     const counter = { lost: 0 };
-    const racing = createTimerEvents({
-      db: racingDb(db, visitId, counter, async (try_) => {
-        if (try_ === 2) await plain.record(ctx, user.uuid, input([timerEvent('arrive', at(20))]));
-        else await db.execute(sql`update visits set updated_at = updated_at where id = ${visitId}::uuid`);
-      }),
-      clock: systemClock,
-      audit: createAuditLog({ db, clock: systemClock }),
+    const racing = racingTimerEvents(db, visitId, counter, async (try_) => {
+      if (try_ === 2) await plain.record(ctx, user.uuid, input([timerEvent('arrive', at(20))]));
+      else await db.execute(sql`update visits set updated_at = updated_at where id = ${visitId}::uuid`);
     });
     await assert.rejects(racing.record(ctx, user.uuid, input([timerEvent('arrive', at(25))])), (err: Error & { code?: string }) => {
       assert.equal(err.code, 'invalid_timer_sequence');

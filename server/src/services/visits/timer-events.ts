@@ -35,7 +35,18 @@ const OPTIMISTIC_TRIES = 3;
 
 type VisitWithEvents = { v: Record<string, unknown>; rv: string; events: Array<Record<string, unknown>> };
 
-export function createTimerEvents(deps: { db: Db; clock: Clock; audit: AuditLog }) {
+export interface TimerEventsDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly audit: AuditLog;
+  /**
+   * Runs between an optimistic try's read and its write: where another writer's change makes
+   * the try lose its race. For tests of the fallback (test/server/visits/timer-events-fallback.test.ts).
+   */
+  readonly beforeOptimisticWrite?: () => Promise<void>;
+}
+
+export function createTimerEvents(deps: TimerEventsDeps) {
   const { clock, audit } = deps;
 
   const visitWithEvents = (lock: boolean, visitId: string, ownerId: string) =>
@@ -89,6 +100,7 @@ export function createTimerEvents(deps: { db: Db; clock: Clock; audit: AuditLog 
           .update(visits)
           .set({ ...deriveEvv(result.events), status, updatedAt: now })
           .where(sql`${visits.id} in (select id from v)`);
+        await deps.beforeOptimisticWrite?.();
         const [applied] = await runPrepared<{ n: number }>(
           deps.db,
           'timer_store_if_unchanged',
