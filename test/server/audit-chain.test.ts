@@ -14,7 +14,7 @@ import { openDatabase, rowsOf, type Db } from '../../server/src/db/database.ts';
 import { createAuditLog, type AuditContext } from '../../server/src/services/audit/audit-log.ts';
 import { createAuditVerify } from '../../server/src/services/audit/audit-verify.ts';
 import { systemClock } from '../../server/src/clock.ts';
-import { backends, forEachBackend, type TestDatabase } from '../helpers/backends.ts';
+import { backends, forEachBackend, serverDataDir, type TestDatabase } from '../helpers/backends.ts';
 import { runCli } from '../helpers/processes.ts';
 
 const orgA = randomUUID();
@@ -177,11 +177,9 @@ describe('fieldchart audit verify', () => {
   }
 
   test('embedded: intact, then a row edited in the database is named and the exit code is 1', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-audit-'));
+    const dataDir = await serverDataDir('fieldchart-audit-', false);
     dirs.push(dataDir);
     const env = { FIELDCHART_DATA_DIR: dataDir };
-    const migrated = await runCli(['migrate'], env);
-    assert.equal(migrated.code, 0, migrated.stderr);
     const open = () => openDatabase({ kind: 'pglite', dataDir: path.join(dataDir, 'pgdata') });
     let database = await open();
     await verifyCli(env, database.db, () => database.close());

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { backends } from '../../../helpers/backends.ts';
+import { backends, serverDataDir } from '../../../helpers/backends.ts';
 import { eventually } from '../../../helpers/eventually.ts';
 import { childEnv, repoRoot, runCli } from '../../../helpers/processes.ts';
 import { startTestServer } from '../../../helpers/test-server.ts';
@@ -98,7 +98,7 @@ describe('fieldchart worker', () => {
   });
 
   test('embedded database: runs on a free data dir, refuses one a process holds, stops on SIGTERM', { skip: !pglite }, async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fc-worker-'));
+    const dataDir = await serverDataDir('fc-worker-', false);
     const first = spawnWorker({ FIELDCHART_DATA_DIR: dataDir, STT_URL: stt.url });
     try {
       await first.running();
