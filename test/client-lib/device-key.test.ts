@@ -14,18 +14,18 @@ import * as Y from 'yjs';
 import { KEY_FILE } from '../../client-lib/src/platform/device-key-node.ts';
 import { loadDraftUpdates } from '../../client-lib/src/storage/draft-store.ts';
 import { readFeedRows } from '../../client-lib/src/storage/feed-store.ts';
-import { openLocalDb } from '../../client-lib/src/storage/local-db.ts';
 import { MIGRATIONS } from '../../client-lib/src/storage/local-schema.ts';
 import { getMeta } from '../../client-lib/src/storage/meta.ts';
 import { listFailures, listRejections, overlayEntries } from '../../client-lib/src/storage/outbox.ts';
 import { SealBrokenError } from '../../client-lib/src/storage/row-cipher.ts';
 import { StorageError } from '../../client-lib/src/storage/storage-errors.ts';
+import { emptyDeviceImage } from '../helpers/empty-device-image.ts';
 import { findTexts } from './device-bytes.ts';
-import { tempDataDir } from './support.ts';
+import { openDeviceDb, tempDataDir } from './support.ts';
 
 /** A device database as the client before encryption left it (schema version 2), with PHI in every place. */
 async function legacyDevice(dir: string, c: Record<'first' | 'email' | 'phone' | 'rejected' | 'parked' | 'draft' | 'staged', string>, doc: string): Promise<void> {
-  const pg = await PGlite.create(dir);
+  const pg = await PGlite.create(dir, { loadDataDir: await emptyDeviceImage() });
   try {
     await pg.exec(MIGRATIONS[0] as string);
     await pg.exec(MIGRATIONS[1] as string);
@@ -71,7 +71,7 @@ test('a device database from before encryption is sealed on its first open; the 
     await legacyDevice(dir, c, doc);
     assert.ok(findTexts(dir, [c.first]).length > 0, 'the fixture holds clear PHI');
 
-    const db = await openLocalDb(dir);
+    const db = await openDeviceDb(dir);
     try {
       assert.equal((await getMeta(db, 'session'))?.email, c.email);
       assert.deepEqual((await readFeedRows<{ first_name: string }>(db, `tbl = 'patients'`, [])).map((r) => r.row.first_name), [c.first]);
@@ -95,20 +95,20 @@ test('a data dir without its key file, or with another key, does not open: stora
   const dir = tempDataDir();
   const other = tempDataDir();
   try {
-    await (await openLocalDb(dir)).close();
-    await (await openLocalDb(other)).close();
+    await (await openDeviceDb(dir)).close();
+    await (await openDeviceDb(other)).close();
     const keyFile = path.join(dir, KEY_FILE);
     const key = fs.readFileSync(keyFile);
 
     fs.copyFileSync(path.join(other, KEY_FILE), keyFile);
-    await assert.rejects(openLocalDb(dir), (err: unknown) => err instanceof StorageError && err.code === 'storage_key_lost');
+    await assert.rejects(openDeviceDb(dir), (err: unknown) => err instanceof StorageError && err.code === 'storage_key_lost');
     fs.rmSync(keyFile);
-    await assert.rejects(openLocalDb(dir), (err: unknown) => err instanceof StorageError && err.code === 'storage_key_lost');
+    await assert.rejects(openDeviceDb(dir), (err: unknown) => err instanceof StorageError && err.code === 'storage_key_lost');
 
     // Its own key back, with a loose mode (a copy): it opens, and the mode is 0600 again.
     fs.writeFileSync(keyFile, key, { mode: 0o644 });
     fs.chmodSync(keyFile, 0o644);
-    await (await openLocalDb(dir)).close();
+    await (await openDeviceDb(dir)).close();
     assert.equal(fs.statSync(keyFile).mode & 0o777, 0o600);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -117,7 +117,7 @@ test('a data dir without its key file, or with another key, does not open: stora
 });
 
 test('a sealed value moved to another row does not open', { timeout: 120_000 }, async () => {
-  const db = await openLocalDb('memory://');
+  const db = await openDeviceDb('memory://');
   try {
     for (const id of ['a', 'b']) {
       await db.query(`insert into feed_rows (tbl, id, version, sealed) values ('patients', $1, 1, $2)`, [id, await db.cipher.seal(new TextEncoder().encode(`{"id":"${id}"}`), `feed_rows\u0000patients\u0000${id}`)]);

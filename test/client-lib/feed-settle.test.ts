@@ -10,11 +10,12 @@ import { FeedReceiver } from '../../client-lib/src/sync/feed.ts';
 import { Emitter } from '../../client-lib/src/sync/emitter.ts';
 import type { SyncEvents } from '../../client-lib/src/sync/events.ts';
 import { StatusStore } from '../../client-lib/src/sync/status.ts';
-import { openLocalDb, type LocalDb } from '../../client-lib/src/storage/local-db.ts';
+import type { LocalDb } from '../../client-lib/src/storage/local-db.ts';
 import { ackEntry, appendToOutbox, settlingCount } from '../../client-lib/src/storage/outbox.ts';
+import { openDeviceDb } from './support.ts';
 
 async function withFeed(fn: (db: LocalDb, feed: FeedReceiver) => Promise<void>): Promise<void> {
-  const db = await openLocalDb('memory://');
+  const db = await openDeviceDb('memory://');
   try {
     const feed = new FeedReceiver({ db, status: new StatusStore(() => {}), events: new Emitter<SyncEvents>() });
     await fn(db, feed);

@@ -11,10 +11,10 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { readFirstScreen } from '../../client-lib/src/client/create-client.ts';
 import { FIRST_SCREEN_FILE } from '../../client-lib/src/platform/device-key-node.ts';
-import { openLocalDb, type LocalDb } from '../../client-lib/src/storage/local-db.ts';
+import type { LocalDb } from '../../client-lib/src/storage/local-db.ts';
 import { MIGRATIONS } from '../../client-lib/src/storage/local-schema.ts';
 import { encodingsOf } from './device-bytes.ts';
-import { tempDataDir } from './support.ts';
+import { openDeviceDb, tempDataDir } from './support.ts';
 
 type Screen = { names: string[] };
 
@@ -36,7 +36,7 @@ async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T) => boo
 test('the first screen is kept sealed, deleted before a write, and read again once writes settle', { timeout: 120_000 }, async () => {
   const dir = tempDataDir();
   const canary = `Firstscreen${randomUUID().slice(0, 8)}`;
-  const db = await openLocalDb(dir);
+  const db = await openDeviceDb(dir);
   try {
     await db.query(`insert into meta (key, value) values ($1, '1')`, [`name:${canary}`]);
     assert.deepEqual(await db.firstScreen.read(namesOf(db)), { names: [canary] });
@@ -74,7 +74,7 @@ test('the first screen is kept sealed, deleted before a write, and read again on
 
 test('a read that a write overlapped is not kept; the reader runs again after the write', { timeout: 120_000 }, async () => {
   const dir = tempDataDir();
-  const db = await openLocalDb(dir);
+  const db = await openDeviceDb(dir);
   try {
     await db.query(`insert into meta (key, value) values ('name:Ann', '1')`);
     let writeDuringRead = true;
@@ -105,7 +105,7 @@ test('a read that a write overlapped is not kept; the reader runs again after th
 
 test('a kept first screen does not outlive a key rotation or a schema upgrade at open', { timeout: 120_000 }, async () => {
   const dir = tempDataDir();
-  let db = await openLocalDb(dir);
+  let db = await openDeviceDb(dir);
   try {
     await db.query(`insert into meta (key, value) values ('name:Cy', '1')`);
     await db.firstScreen.read(namesOf(db));
@@ -113,7 +113,7 @@ test('a kept first screen does not outlive a key rotation or a schema upgrade at
     await db.close();
 
     // Reopened at the current version: nothing changes, the kept screen stays.
-    db = await openLocalDb(dir);
+    db = await openDeviceDb(dir);
     assert.deepEqual(await readFirstScreen<Screen>(dir), { names: ['Cy'] });
     // An older schema version (the last migration is safe to run again): opening migrates, which
     // deletes the kept screen before it changes anything.
@@ -124,7 +124,7 @@ test('a kept first screen does not outlive a key rotation or a schema upgrade at
     // (That update was a write and deleted it: put back, as an app that stopped before it would have left it.)
     fs.writeFileSync(file, keptBefore);
     assert.deepEqual(await readFirstScreen<Screen>(dir), { names: ['Cy'] });
-    db = await openLocalDb(dir);
+    db = await openDeviceDb(dir);
     assert.equal(await readFirstScreen<Screen>(dir), null, 'a migration at open must delete the kept screen');
     const [v] = await db.query<{ version: number }>('select version from local_schema_version');
     assert.equal(v?.version, MIGRATIONS.length);

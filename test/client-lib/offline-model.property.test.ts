@@ -35,14 +35,13 @@ import * as encoding from 'lib0/encoding';
 import { readSyncMessage, writeSyncStep1 } from 'y-protocols/sync';
 import * as Y from 'yjs';
 import { InvalidWriteError, type FieldchartClient, type Visit } from '../../client-lib/src/index.ts';
-import { openLocalDb } from '../../client-lib/src/storage/local-db.ts';
 import { forEachBackend } from '../helpers/backends.ts';
 import { manualClock } from '../helpers/clock.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { helloSync } from '../helpers/sync-socket.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 import { API, registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
-import { openClient, tempDataDir } from './support.ts';
+import { openClient, openDeviceDb, tempDataDir } from './support.ts';
 
 const STEPS = ['start_travel', 'arrive', 'start_documentation', 'complete'] as const;
 type Step = (typeof STEPS)[number];
@@ -625,7 +624,7 @@ forEachBackend('offline client model', (backend) => {
     // with cp(1): on disk fs.promises.cp took 1.4–1.6 s for its thousand files, `cp -R` 0.9 s.
     // (Nothing but the schema: each copy still generates its own client id on first start.)
     template = tempDataDir();
-    await (await openLocalDb(template)).close();
+    await (await openDeviceDb(template)).close();
   });
   after(async () => {
     await server.close();

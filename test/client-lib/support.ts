@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createFieldchartClient, type FieldchartClient } from '../../client-lib/src/index.ts';
+import { openLocalDb, type LocalDb, type OpenLocalDbOptions } from '../../client-lib/src/storage/local-db.ts';
 import { emptyDeviceImage } from '../helpers/empty-device-image.ts';
 
 export function tempDataDir(): string {
@@ -15,6 +16,14 @@ export function tempDataDir(): string {
  */
 export async function openClient(baseUrl: string, dataDir = 'memory://', extra: { submitWaitMs?: number } = {}): Promise<FieldchartClient> {
   return createFieldchartClient({ baseUrl, dataDir, backoff: { initialMs: 40, maxMs: 400 }, pglite: { loadDataDir: await emptyDeviceImage() }, ...extra });
+}
+
+/**
+ * A device database opened as the client opens it; where the data dir holds none yet, it starts
+ * from the empty database image instead of running initdb (2.4–2.6 s against 0.8–0.9 s).
+ */
+export async function openDeviceDb(dataDir: string, options: OpenLocalDbOptions = {}): Promise<LocalDb> {
+  return openLocalDb(dataDir, { ...options, pglite: { loadDataDir: await emptyDeviceImage(), ...options.pglite } });
 }
 
 export async function signedInClient(baseUrl: string, dataDir = 'memory://'): Promise<FieldchartClient> {
