@@ -1,14 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { openDatabase } from '@fieldchart/server';
+import { backends } from '../helpers/backends.ts';
 import { redactText, safeError } from '../../server/src/log-safety.ts';
 
 const CANARY_EMAIL = 'jane.canary@example.org';
 const CANARY_NAME = 'Canaryname Smith';
 
 test('a failed drizzle query logs SQLSTATE and SQL, not the parameter values', async () => {
-  const database = await openDatabase({ kind: 'pglite', dataDir: 'memory://' });
+  // A test database restored from the migrated template (initdb would take seconds).
+  const opened = await (backends.find((b) => b.name === 'pglite') as (typeof backends)[number]).open();
+  const { database } = opened;
   try {
     await database.db.execute(sql`create table t (id uuid primary key, email text unique)`);
     let caught: unknown;
@@ -26,7 +28,7 @@ test('a failed drizzle query logs SQLSTATE and SQL, not the parameter values', a
     assert.match(logged, /"code":"22P02"/);
     assert.match(logged, /insert into t/);
   } finally {
-    await database.close();
+    await opened.drop();
   }
 });
 

@@ -158,8 +158,8 @@ forEachBackend('organizations: operator operations and CLI', (backend) => {
       assert.notEqual(missing.code, 0);
       assert.match(missing.stderr, /organization_not_found/);
     } else {
-      // PGlite: the test database lives in this process, so the CLI gets an empty data dir of its
-      // own, its database already migrated.
+      // PGlite: the test database lives in this process, so the CLI gets a data dir of its own,
+      // its database migrated and holding nothing.
       const dir = await serverDataDir('fieldchart-org-cli-', false);
       try {
         const env = { FIELDCHART_DATA_DIR: dir };
