@@ -27,6 +27,7 @@ import { API, startTestServer, type TestServer } from '../helpers/test-server.ts
 import { createPatient, scheduleVisit, utcClinician, type User } from '../server/visits/visit-fixtures.ts';
 import { findBytes, findTexts } from './device-bytes.ts';
 import { openClient, tempDataDir } from './support.ts';
+import { emptyDeviceImage } from '../helpers/empty-device-image.ts';
 
 const WAIT = { timeoutMs: 30_000 };
 
@@ -124,7 +125,7 @@ forEachBackend('revoked devices wipe themselves', (backend) => {
     const user = await utcClinician(server);
     const blocked = `${server.url.replace(/^http/, 'ws')}${API}/no-websockets-here`;
     const dir = tempDataDir();
-    const open = (syncUrl?: string) => createFieldchartClient({ baseUrl: server.url, dataDir: dir, backoff: { initialMs: 40, maxMs: 200 }, ...(syncUrl ? { syncUrl } : {}) });
+    const open = async (syncUrl?: string) => createFieldchartClient({ baseUrl: server.url, dataDir: dir, pglite: { loadDataDir: await emptyDeviceImage() }, backoff: { initialMs: 40, maxMs: 200 }, ...(syncUrl ? { syncUrl } : {}) });
     // First on a good network (the device learns whose it is), then only HTTP passes.
     const setUp = await open();
     await setUp.signIn({ email: user.email, password: user.password });

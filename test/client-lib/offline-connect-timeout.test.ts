@@ -8,6 +8,7 @@ import net from 'node:net';
 import { test } from 'node:test';
 import { createFieldchartClient } from '@fieldchart/client';
 import { eventually } from '../helpers/eventually.ts';
+import { emptyDeviceImage } from '../helpers/empty-device-image.ts';
 
 test('an opening socket that never completes is abandoned and retried', async () => {
   const sockets: net.Socket[] = [];
@@ -20,6 +21,7 @@ test('an opening socket that never completes is abandoned and retried', async ()
   const client = await createFieldchartClient({
     baseUrl: `http://127.0.0.1:${port}`,
     dataDir: 'memory://',
+    pglite: { loadDataDir: await emptyDeviceImage() },
     backoff: { initialMs: 40, maxMs: 200 },
   });
   try {

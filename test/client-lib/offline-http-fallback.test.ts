@@ -12,6 +12,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { API, registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { createPatient, scheduleVisit } from '../server/visits/visit-fixtures.ts';
 import { ev, tempDataDir } from './support.ts';
+import { emptyDeviceImage } from '../helpers/empty-device-image.ts';
 
 const today = () => new Date().toISOString().slice(0, 10);
 
@@ -29,8 +30,8 @@ forEachBackend('offline client: mutations over HTTP when websockets are blocked'
     // Upgrades to this path fail (404): what a proxy that strips websockets looks like.
     const blocked = `${server.url.replace(/^http/, 'ws')}${API}/no-websockets-here`;
     const dataDir = tempDataDir();
-    const open = (syncUrl?: string) =>
-      createFieldchartClient({ baseUrl: server.url, dataDir, backoff: { initialMs: 40, maxMs: 200 }, ...(syncUrl ? { syncUrl } : {}) });
+    const open = async (syncUrl?: string) =>
+      createFieldchartClient({ baseUrl: server.url, dataDir, pglite: { loadDataDir: await emptyDeviceImage() }, backoff: { initialMs: 40, maxMs: 200 }, ...(syncUrl ? { syncUrl } : {}) });
     // First on a good network: the device learns its visits.
     const first = await open();
     await first.signIn({ email: user.email, password: user.password });

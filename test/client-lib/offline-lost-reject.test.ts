@@ -12,6 +12,7 @@ import { forEachBackend } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { createPatient } from '../server/visits/visit-fixtures.ts';
+import { emptyDeviceImage } from '../helpers/empty-device-image.ts';
 
 /** A network that drops the connection as the first reject frame arrives. */
 let dropped = 0;
@@ -41,6 +42,7 @@ forEachBackend('offline client: a lost reject', (backend) => {
     const client = await createFieldchartClient({
       baseUrl: server.url,
       dataDir: 'memory://',
+      pglite: { loadDataDir: await emptyDeviceImage() },
       WebSocket: LosesFirstReject as unknown as NonNullable<Parameters<typeof createFieldchartClient>[0]['WebSocket']>,
       backoff: { initialMs: 40, maxMs: 200 },
     });

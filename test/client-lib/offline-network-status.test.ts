@@ -11,6 +11,7 @@ import { forEachBackend } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { utcClinician } from '../server/visits/visit-fixtures.ts';
+import { emptyDeviceImage } from '../helpers/empty-device-image.ts';
 
 /** A network the test switches, as a browser's events would. */
 function switchableNetwork(): NetworkStatus & { set(online: boolean): void } {
@@ -42,7 +43,7 @@ forEachBackend('the client and the platform network', (backend) => {
     const user = await utcClinician(server);
     const network = switchableNetwork();
     // A backoff of a minute: a reconnect within the test's deadlines is the `online` event's doing.
-    const client = await createFieldchartClient({ baseUrl: server.url, dataDir: 'memory://', backoff: { initialMs: 60_000, maxMs: 60_000 }, network });
+    const client = await createFieldchartClient({ baseUrl: server.url, dataDir: 'memory://', pglite: { loadDataDir: await emptyDeviceImage() }, backoff: { initialMs: 60_000, maxMs: 60_000 }, network });
     try {
       await client.signIn({ email: user.email, password: user.password });
       await client.sync.whenSynced({ timeoutMs: 30_000 });

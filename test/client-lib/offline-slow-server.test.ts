@@ -16,6 +16,7 @@ import { createFieldchartClient } from '../../client-lib/src/index.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 import { ProtocolPeer } from './protocol-peer.ts';
+import { emptyDeviceImage } from '../helpers/empty-device-image.ts';
 
 /** A TCP proxy whose server → device direction is `delayMs` late (order kept). */
 async function laggingProxy(target: string, delayMs: number): Promise<{ url: string; close(): Promise<void> }> {
@@ -54,7 +55,7 @@ test('a server that answers slower than the first handshake deadline is reached:
   // Upgrade answer and welcome each arrive 600 ms late: 1.2 s or more, against a 150 ms first deadline.
   const proxy = await laggingProxy(peer.url, 600);
   const hellos = peer.hellos.length;
-  const client = await createFieldchartClient({ baseUrl: proxy.url, dataDir: 'memory://', backoff: { initialMs: 40, maxMs: 400 }, openTimeoutMs: 150 });
+  const client = await createFieldchartClient({ baseUrl: proxy.url, dataDir: 'memory://', pglite: { loadDataDir: await emptyDeviceImage() }, backoff: { initialMs: 40, maxMs: 400 }, openTimeoutMs: 150 });
   try {
     const errors: string[] = [];
     client.sync.on('status', (s) => {
@@ -73,7 +74,7 @@ test('a server that answers slower than the first handshake deadline is reached:
 test('a server that takes the socket but never says welcome is left and tried again', async () => {
   let ignored = 0;
   peer.onHello = () => (ignored++ < 2 ? 'ignore' : null);
-  const client = await createFieldchartClient({ baseUrl: peer.url, dataDir: 'memory://', backoff: { initialMs: 40, maxMs: 400 }, openTimeoutMs: 300 });
+  const client = await createFieldchartClient({ baseUrl: peer.url, dataDir: 'memory://', pglite: { loadDataDir: await emptyDeviceImage() }, backoff: { initialMs: 40, maxMs: 400 }, openTimeoutMs: 300 });
   try {
     await client.signInWithTokens({ token: 'token-0', refresh_token: 'refresh-0', expires_in: 3600 });
     await client.sync.whenSynced({ timeoutMs: 30_000 });
@@ -94,7 +95,7 @@ test('a socket the network swallows does not hold the device past the backoff ce
   proxy.stall((chunk) => chunk.subarray(0, 4).toString('latin1') === 'GET ' && upgrades++ === 0);
   const hellos = peer.hellos.length;
   // A first handshake deadline far past the 300 ms ceiling: one socket at a time would wait it out.
-  const client = await createFieldchartClient({ baseUrl: proxy.url, dataDir: 'memory://', backoff: { initialMs: 40, maxMs: 300 }, openTimeoutMs: 20_000 });
+  const client = await createFieldchartClient({ baseUrl: proxy.url, dataDir: 'memory://', pglite: { loadDataDir: await emptyDeviceImage() }, backoff: { initialMs: 40, maxMs: 300 }, openTimeoutMs: 20_000 });
   try {
     const started = performance.now();
     await client.signInWithTokens({ token: 'token-0', refresh_token: 'refresh-0', expires_in: 3600 });

@@ -10,6 +10,7 @@ import { createFieldchartClient } from '@fieldchart/client';
 import { forEachBackend } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { emptyDeviceImage } from '../helpers/empty-device-image.ts';
 
 forEachBackend('offline client: a lost refresh answer', (backend) => {
   let server: TestServer;
@@ -38,7 +39,7 @@ forEachBackend('offline client: a lost refresh answer', (backend) => {
       if (url.endsWith('/token/refresh') && ++refreshes === 1) throw new TypeError('fetch failed: connection reset');
       return res;
     };
-    const client = await createFieldchartClient({ baseUrl: server.url, dataDir: 'memory://', fetch: fetchThroughFlakyNetwork, backoff: { initialMs: 40, maxMs: 200 } });
+    const client = await createFieldchartClient({ baseUrl: server.url, dataDir: 'memory://', pglite: { loadDataDir: await emptyDeviceImage() }, fetch: fetchThroughFlakyNetwork, backoff: { initialMs: 40, maxMs: 200 } });
     try {
       await client.signIn({ email: user.email, password: user.password });
       await client.sync.whenSynced({ timeoutMs: 30_000 });

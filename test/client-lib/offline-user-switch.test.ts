@@ -10,6 +10,7 @@ import { forEachBackend } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 import { registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { emptyDeviceImage } from '../helpers/empty-device-image.ts';
 
 forEachBackend('offline client: another user on the device', (backend) => {
   let server: TestServer;
@@ -22,7 +23,7 @@ forEachBackend('offline client: another user on the device', (backend) => {
     const first = await registerUser(server);
     const second = await registerUser(server);
     const proxy = await startTcpProxy(server.url);
-    const client = await createFieldchartClient({ baseUrl: proxy.url, dataDir: 'memory://', backoff: { initialMs: 40, maxMs: 200 } });
+    const client = await createFieldchartClient({ baseUrl: proxy.url, dataDir: 'memory://', pglite: { loadDataDir: await emptyDeviceImage() }, backoff: { initialMs: 40, maxMs: 200 } });
     try {
       await client.signIn({ email: first.email, password: first.password });
       await client.sync.whenSynced({ timeoutMs: 30_000 });
