@@ -12,7 +12,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import postgres from 'postgres';
 import { lockFileOf } from '@fieldchart/server';
-import { backends } from '../helpers/backends.ts';
+import { backends, seedPgliteDataDir } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { cliJson, deadPid, killAllServers, repoRoot, runCli, spawnServer, type ServerProcess, apiRequest as http } from '../helpers/processes.ts';
 import { newAccount, registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
@@ -342,6 +342,8 @@ describe('fieldchart CLI on the embedded database', () => {
 describe('fieldchart serve', () => {
   test('starts the server like npm start; the CLI then goes through its socket; SIGTERM exits 0', async () => {
     const dataDir = tempDir();
+    // A first start on an empty dir is the lifecycle suite's and 'migrate on a new data dir''s.
+    await seedPgliteDataDir(path.join(dataDir, 'pgdata'));
     const env = { FIELDCHART_DATA_DIR: dataDir };
     const server = spawnServer(env, { via: 'cli' });
     const base = await server.url(120_000);
