@@ -58,6 +58,12 @@ const HELLO_TIMEOUT_MS = 10_000;
  * window; 100 before) plus its draft traffic; more means it ignores the limit.
  */
 const MAX_WAITING_FRAMES = 1000;
+/**
+ * Bytes of a device's frames held (waiting or being applied) before its socket is read no
+ * further until they fall to half: a frame may be 4 MB, and MAX_WAITING_FRAMES of them would
+ * be gigabytes of one device's in the server's memory.
+ */
+const MAX_HELD_BYTES = 64 * 1024 * 1024;
 /** Bytes queued towards a device before it counts as not reading. */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 /**
@@ -70,6 +76,14 @@ const FEED_COALESCE_MS = 15;
 const FEED_MAX_DEFER_MS = 500;
 
 const isDraftFrame = (f: Frame) => f.type === 'doc_open' || f.type === 'doc' || f.type === 'doc_close';
+
+/** A message's size as ws hands it over (a Buffer, or its fragments). */
+function frameSize(data: unknown): number {
+  if (Buffer.isBuffer(data)) return data.length;
+  if (Array.isArray(data)) return data.reduce((n: number, b: unknown) => n + (Buffer.isBuffer(b) ? b.length : 0), 0);
+  if (data instanceof ArrayBuffer) return data.byteLength;
+  return 0;
+}
 
 export class SyncConnection implements DraftPeer, HeldConnection {
   readonly id = randomUUID();
@@ -87,6 +101,8 @@ export class SyncConnection implements DraftPeer, HeldConnection {
   /** The clinician's time zone as last read: the feed computes its window from it first. */
   private timeZone: string | undefined;
   private readonly queue: SocketQueue<Frame>;
+  /** Each waiting frame's size on the wire (SocketQueue `bytes`). */
+  private readonly frameBytes = new WeakMap<Frame, number>();
   get queueDepth(): number {
     return this.queue.depth;
   }
@@ -129,6 +145,11 @@ export class SyncConnection implements DraftPeer, HeldConnection {
       batch: (f) => f.type === 'mutation',
       expect: (run) => this.expectedMutations(run),
       handle: (frames) => this.handle(frames),
+      bytes: {
+        max: MAX_HELD_BYTES,
+        weigh: (f) => this.frameBytes.get(f) ?? 0,
+        pressure: (on) => (on ? this.socket.pause() : this.socket.resume()),
+      },
       onError: (err) => {
         this.host.log.error({ err: safeError(err), connection: this.id }, 'sync connection failed');
         this.close('internal_error');
@@ -147,6 +168,8 @@ export class SyncConnection implements DraftPeer, HeldConnection {
    * answer the previous ping is dropped.
    */
   heartbeat(): void {
+    // A socket this server stopped reading (SocketQueue `bytes`) cannot have read the pong.
+    if (this.socket.isPaused) return;
     if (!this.alive) return void this.socket.terminate();
     this.alive = false;
     this.socket.ping();
@@ -229,6 +252,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
       this.mutationsReceived++;
       this.receivedSinceAnswer++;
     }
+    this.frameBytes.set(message, frameSize(data));
     if (!this.queue.push(message)) this.close('bad_message', 'Too many messages waiting; wait for answers');
   }
 

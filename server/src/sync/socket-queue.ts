@@ -26,6 +26,17 @@ export interface SocketQueueOptions<F> {
   handle(frames: F[]): Promise<void>;
   /** A handler failed (the database, a bug): the socket is closed. */
   onError(err: unknown): void;
+  /**
+   * Bytes held at most, waiting or being handled: past `max` the caller stops reading its
+   * socket (`pressure(true)`) until they fall to half (`pressure(false)`). Frames may be
+   * megabytes each, and `capacity` alone would let one device park gigabytes; held back, its
+   * frames wait in TCP's buffers instead and nothing it sent is refused.
+   */
+  readonly bytes?: {
+    readonly max: number;
+    weigh(frame: F): number;
+    pressure(on: boolean): void;
+  };
 }
 
 export class SocketQueue<F> {
@@ -35,6 +46,9 @@ export class SocketQueue<F> {
   private stopped = false;
   /** A wait for more frames of a run (`expect`): ended by `push` once enough are waiting. */
   private arrival: { readonly until: number; readonly done: () => void } | null = null;
+  /** Bytes of the frames waiting or being handled (`bytes.weigh`), and whether reading is held back. */
+  private held = 0;
+  private pressed = false;
 
   constructor(private readonly options: SocketQueueOptions<F>) {}
 
@@ -44,9 +58,22 @@ export class SocketQueue<F> {
     return this.waiting.length;
   }
 
+  /** Bytes of the frames waiting or being handled (/metrics, tests). */
+  get bytesHeld(): number {
+    return this.held;
+  }
+
   push(frame: F): boolean {
     if (this.waiting.length >= this.options.capacity) return false;
     this.waiting.push(frame);
+    const { bytes } = this.options;
+    if (bytes) {
+      this.held += bytes.weigh(frame);
+      if (!this.pressed && this.held > bytes.max) {
+        this.pressed = true;
+        bytes.pressure(true);
+      }
+    }
     if (this.arrival && this.waiting.length >= this.arrival.until) this.arrival.done();
     void this.pump();
     return true;
@@ -55,8 +82,19 @@ export class SocketQueue<F> {
   /** Drops what is waiting; frames in flight finish on their own. */
   stop(): void {
     this.stopped = true;
-    this.waiting.length = 0;
+    this.release(this.waiting.splice(0));
     this.arrival?.done();
+  }
+
+  /** Frames handled (or dropped): their bytes no longer count. */
+  private release(frames: readonly F[]): void {
+    const { bytes } = this.options;
+    if (!bytes) return;
+    for (const f of frames) this.held -= bytes.weigh(f);
+    if (this.pressed && this.held <= bytes.max / 2) {
+      this.pressed = false;
+      bytes.pressure(false);
+    }
   }
 
   private async pump(): Promise<void> {
@@ -68,7 +106,7 @@ export class SocketQueue<F> {
         const head = this.waiting[0] as F;
         if (options.alongside(head)) {
           this.waiting.shift();
-          this.start(options.handle([head]));
+          this.start(options.handle([head]).finally(() => this.release([head])));
           continue;
         }
         while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
@@ -82,7 +120,12 @@ export class SocketQueue<F> {
             n = this.runLength();
           }
         }
-        await options.handle(this.waiting.splice(0, n));
+        const frames = this.waiting.splice(0, n);
+        try {
+          await options.handle(frames);
+        } finally {
+          this.release(frames);
+        }
       }
     } catch (err) {
       this.stop();

@@ -86,3 +86,41 @@ test('a run never waits beyond the batch limit, nor when other frames follow it'
   assert.deepEqual(handled, [[0], [1, 2, 3, 4, 5], [6, 7], [8]]);
   assert.ok(performance.now() - started < 5_000, 'no run waited');
 });
+
+test('past its byte bound the queue holds reading back, refuses nothing, and lets reading go on at half', async () => {
+  const handled: number[] = [];
+  const pressure: boolean[] = [];
+  const gates: Array<() => void> = [];
+  const queue = new SocketQueue<Frame>({
+    capacity: 500,
+    maxBatch: 1,
+    alongside: (f) => f.kind === 'x',
+    batch: () => false,
+    handle: async (frames) => {
+      await new Promise<void>((resolve) => gates.push(resolve));
+      handled.push(...frames.map((f) => f.n));
+    },
+    onError: (err) => assert.fail(String(err)),
+    bytes: { max: 100, weigh: () => 30, pressure: (on) => pressure.push(on) },
+  });
+  // 30 bytes each: the fourth frame (120 held) is past the bound, the ones after it say nothing new.
+  for (let n = 1; n <= 6; n++) assert.equal(queue.push({ kind: n === 5 ? 'x' : 'm', n }), true);
+  assert.deepEqual(pressure, [true]);
+  assert.equal(queue.bytesHeld, 180);
+  // Handled one by one, each held while it is handled and released after: reading goes on at 50 or less.
+  const step = async (expectedHeld: number) => {
+    await until(() => gates.length > 0);
+    (gates.shift() as () => void)();
+    await until(() => queue.bytesHeld === expectedHeld);
+  };
+  await step(150);
+  await step(120);
+  await step(90);
+  assert.deepEqual(pressure, [true], 'still above half');
+  await step(60);
+  assert.deepEqual(pressure, [true]);
+  await step(30);
+  assert.deepEqual(pressure, [true, false], 'reading goes on once half the bound is reached');
+  await step(0);
+  assert.deepEqual(handled, [1, 2, 3, 4, 5, 6]);
+});

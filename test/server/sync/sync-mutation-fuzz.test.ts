@@ -290,6 +290,26 @@ forEachBackend('sync mutations: one failure is its own', (backend) => {
     );
   });
 
+  test('a device that sends more than the server holds at once (64 MiB) is read more slowly, not dropped: every mutation is answered', async () => {
+    // 24 mutations just past the mutation bound, about 75 MB, sent without waiting, then a valid one.
+    const huge = 'x'.repeat(MAX_MUTATION_BYTES + 10_000);
+    const ids = Array.from({ length: 25 }, (_, i) => i + 1);
+    const sent: Sent[] = ids.map((id) =>
+      id < 25
+        ? { id, planned: { name: 'patient.create', args: () => null, clientTime: now(), expect: 'reject', label: 'oversized' }, args: { ...base(), address: huge } }
+        : { id, planned: { name: 'patient.create', args: () => null, clientTime: now(), expect: 'ack', label: 'valid' }, args: { ...base(), first_name: 'After', last_name: 'Backpressure' } },
+    );
+    const { socket } = await helloSync(server, user.token, randomUUID());
+    const from = socket.received.length;
+    for (const s of sent) socket.send({ type: 'mutation', ...wire(s) });
+    const answers = await answersOn(socket, from, ids, 120_000);
+    assert.deepEqual(
+      ids.map((id) => { const a = answers.get(id); return a?.type === 'reject' ? `${a.type} ${a.status}` : a?.type; }),
+      [...Array.from({ length: 24 }, () => 'reject 413'), 'ack'],
+    );
+    socket.close();
+  });
+
   test('a database error in one mutation rolls back its savepoint only; an unexpected error is retried, then parked as failed', async () => {
     const { services } = server.runtime;
     const real = createMutationRunner({ services, sectionsOf: async () => null });
