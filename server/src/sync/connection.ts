@@ -77,14 +77,6 @@ const FEED_MAX_DEFER_MS = 500;
 
 const isDraftFrame = (f: Frame) => f.type === 'doc_open' || f.type === 'doc' || f.type === 'doc_close';
 
-/** A message's size as ws hands it over (a Buffer, or its fragments). */
-function frameSize(data: unknown): number {
-  if (Buffer.isBuffer(data)) return data.length;
-  if (Array.isArray(data)) return data.reduce((n: number, b: unknown) => n + (Buffer.isBuffer(b) ? b.length : 0), 0);
-  if (data instanceof ArrayBuffer) return data.byteLength;
-  return 0;
-}
-
 export class SyncConnection implements DraftPeer, HeldConnection {
   readonly id = randomUUID();
   userId = '';
@@ -168,8 +160,9 @@ export class SyncConnection implements DraftPeer, HeldConnection {
    * answer the previous ping is dropped.
    */
   heartbeat(): void {
-    // A socket this server stopped reading (SocketQueue `bytes`) cannot have read the pong.
-    if (this.socket.isPaused) return;
+    // A socket this server stopped reading (SocketQueue `bytes`) cannot have read the pong: it
+    // is judged again only a full interval after reading resumes.
+    if (this.socket.isPaused) return void (this.alive = true);
     if (!this.alive) return void this.socket.terminate();
     this.alive = false;
     this.socket.ping();
@@ -252,7 +245,8 @@ export class SyncConnection implements DraftPeer, HeldConnection {
       this.mutationsReceived++;
       this.receivedSinceAnswer++;
     }
-    this.frameBytes.set(message, frameSize(data));
+    // ws hands a message over as one Buffer (binaryType 'nodebuffer', its default).
+    this.frameBytes.set(message, Buffer.isBuffer(data) ? data.length : 0);
     if (!this.queue.push(message)) this.close('bad_message', 'Too many messages waiting; wait for answers');
   }
 

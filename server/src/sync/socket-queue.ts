@@ -58,7 +58,7 @@ export class SocketQueue<F> {
     return this.waiting.length;
   }
 
-  /** Bytes of the frames waiting or being handled (/metrics, tests). */
+  /** Bytes of the frames waiting or being handled. */
   get bytesHeld(): number {
     return this.held;
   }
