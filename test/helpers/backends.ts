@@ -79,7 +79,7 @@ let pgliteTemplateFile: Promise<string> | null = null;
 // Uncompressed: PGlite opened a gzipped template in 1.6 s and the same tar in 0.8 s (PGlite
 // 0.5, this machine), and every test file opens one or more.
 const pgliteTemplateArchive = () =>
-  cachedArchiveFile(`pglite-${migrationsHash()}.tar`, async () => {
+  (pgliteTemplateFile ??= cachedArchiveFile(`pglite-${migrationsHash()}.tar`, async () => {
     const database = await openDatabase({ kind: 'pglite', dataDir: 'memory://' });
     const pglite = database.pglite as PGlite;
     const pool = new PglitePgPool(pglite);
@@ -88,8 +88,8 @@ const pgliteTemplateArchive = () =>
     const blob = await pglite.dumpDataDir('none');
     await database.close();
     return blob;
-  });
-const pgliteTemplateBlob = async () => new Blob([fs.readFileSync(await (pgliteTemplateFile ??= pgliteTemplateArchive()))]);
+  }));
+const pgliteTemplateBlob = () => (pgliteTemplate ??= pgliteTemplateArchive().then((file) => new Blob([fs.readFileSync(file)])));
 
 /**
  * Fills `dir` (an empty or absent PGlite data dir, e.g. a server's `<FIELDCHART_DATA_DIR>/pgdata`)
@@ -99,7 +99,7 @@ const pgliteTemplateBlob = async () => new Blob([fs.readFileSync(await (pgliteTe
  * unpacking it is what PGlite's `loadDataDir` does, without starting a database here.
  */
 export async function seedPgliteDataDir(dir: string): Promise<void> {
-  const archive = await (pgliteTemplateFile ??= pgliteTemplateArchive());
+  const archive = await pgliteTemplateArchive();
   fs.mkdirSync(dir, { recursive: true });
   await execFileAsync('tar', ['-xf', archive, '-C', dir]);
 }
@@ -114,11 +114,10 @@ export async function serverDataDir(prefix: string, onPostgres: boolean): Promis
   return dir;
 }
 
-const pgliteBackend: TestBackend = {
+export const pgliteBackend: TestBackend = {
   name: 'pglite',
   async open() {
-    pgliteTemplate ??= pgliteTemplateBlob();
-    const database = await openDatabase({ kind: 'pglite', dataDir: 'memory://', loadDataDir: await pgliteTemplate });
+    const database = await openDatabase({ kind: 'pglite', dataDir: 'memory://', loadDataDir: await pgliteTemplateBlob() });
     return { database, url: null, drop: () => database.close() };
   },
 };

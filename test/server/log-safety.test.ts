@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { backends } from '../helpers/backends.ts';
+import { pgliteBackend } from '../helpers/backends.ts';
 import { redactText, safeError } from '../../server/src/log-safety.ts';
 
 const CANARY_EMAIL = 'jane.canary@example.org';
@@ -9,7 +9,7 @@ const CANARY_NAME = 'Canaryname Smith';
 
 test('a failed drizzle query logs SQLSTATE and SQL, not the parameter values', async () => {
   // A test database restored from the migrated template (initdb would take seconds).
-  const opened = await (backends.find((b) => b.name === 'pglite') as (typeof backends)[number]).open();
+  const opened = await pgliteBackend.open();
   const { database } = opened;
   try {
     await database.db.execute(sql`create table t (id uuid primary key, email text unique)`);

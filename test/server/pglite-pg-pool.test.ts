@@ -1,6 +1,10 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Logger, run, runMigrations } from 'graphile-worker';
 import type { Runner, RunnerOptions, TaskList, WorkerEvents } from 'graphile-worker';
 import { PglitePgPool, unlockDeadWorkers } from '../../server/src/db/pglite-pg-pool.ts';
@@ -519,10 +523,6 @@ describe('PglitePgPool with graphile-worker 0.17.3', () => {
 });
 
 test('compiled threads nobody started for a day are removed when another is compiled; recent ones stay', async () => {
-  const fs = await import('node:fs');
-  const os = await import('node:os');
-  const path = await import('node:path');
-  const { pathToFileURL } = await import('node:url');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fieldchart-thread-cache-'));
   try {
     const day = 24 * 3600_000;
