@@ -15,6 +15,10 @@
  * `rest×10` with ten connections (each owns a tenth of the visits, so a visit's events stay in
  * order) and, for 1k, `rest×1` one request at a time (an outbox drained over REST).
  *
+ * Beside each time, the CPU the server process and (on PostgreSQL) its database backends used
+ * during it: less noisy than the time on a shared machine, and where a change's gain shows
+ * first. The floor's server CPU includes sealing its patients' PHI before the timed insert.
+ *
  * --quick (or BENCH_QUICK=1): 200 and 1k; BENCH_RECONCILE_SIZES=1000,10000 names the sizes. BENCH_CPU_PROF=<dir>: a CPU profile of the servers
  * during the largest sync drain. PGlite by default, PostgreSQL with BENCH_DATABASE_URL.
  * Output: a table, then one JSON line (last on stdout).
@@ -91,6 +95,9 @@ function patientCreate(i: number): Mutation {
 
 interface Drained {
   readonly ms: number;
+  /** CPU of the server process and of its PostgreSQL backends during the phase (ms; null: not measured). */
+  readonly serverCpuMs?: number;
+  readonly databaseCpuMs?: number | null;
   readonly acks: number;
   readonly rejects: number;
   readonly firstReject: string | null;
@@ -179,6 +186,15 @@ async function drainOverRest(api: string, token: string, mutations: readonly Mut
   return { ms: performance.now() - started, acks, rejects, firstReject };
 }
 
+/** `fn` with the CPU the server (and its database backends) used meanwhile. */
+async function withCpu<T extends Drained>(child: SyncChild, fn: () => Promise<T>): Promise<T> {
+  const before = await child.rpc('cpu', {});
+  const result = await fn();
+  const after = await child.rpc('cpu', {});
+  const databaseCpuMs = before.databaseMs === null || after.databaseMs === null ? null : after.databaseMs - before.databaseMs;
+  return { ...result, serverCpuMs: after.serverMs - before.serverMs, databaseCpuMs };
+}
+
 const loadBefore = os.loadavg()[0] ?? 0;
 const child = await startSyncServers();
 try {
@@ -209,10 +225,13 @@ try {
     }
     // The floor: the same rows written by one batched INSERT per table (no rules, no audit).
     const d = await outbox(child, size);
-    const inserted = await child.rpc('insert-rows', { userId: d.userId, mutations: d.mutations.map(({ name, args }) => ({ name, args })) });
-    results.push({ size, path: 'batched insert', ms: inserted.ms, acks: 0, rejects: 0, firstReject: null });
+    const inserted = await withCpu(child, async () => {
+      const { ms } = await child.rpc('insert-rows', { userId: d.userId, mutations: d.mutations.map(({ name, args }) => ({ name, args })) });
+      return { ms, acks: 0, rejects: 0, firstReject: null };
+    });
+    results.push({ size, path: 'batched insert', ...inserted });
     const c = await outbox(child, size);
-    const drain = () => drainOverSync(s.syncUrl, c.token, c.mutations);
+    const drain = () => withCpu(child, () => drainOverSync(s.syncUrl, c.token, c.mutations));
     results.push({ size, path: 'sync', ...(size === SIZES.at(-1) ? await profiled(child, `sync-reconcile-${s.backend}-${size}`, drain) : await drain()) });
   }
 
@@ -220,7 +239,7 @@ try {
   const floorOf = (size: number) => results.find((r) => r.size === size && r.path === 'batched insert')?.ms ?? Number.NaN;
   console.log(
     table(
-      ['outbox', 'path', 'ms', 'mutations/s', `time vs rest×${REST_CONNECTIONS}`, 'time vs batched insert', 'acks', 'rejects'],
+      ['outbox', 'path', 'ms', 'mutations/s', `time vs rest×${REST_CONNECTIONS}`, 'time vs batched insert', 'server CPU ms', 'database CPU ms', 'acks', 'rejects'],
       results.map((r) => [
         String(r.size),
         r.path,
@@ -228,6 +247,8 @@ try {
         fmt((r.size / r.ms) * 1000, 0),
         ratio(r.ms, baseOf(r.size)),
         ratio(r.ms, floorOf(r.size)),
+        r.serverCpuMs === undefined ? '—' : fmt(r.serverCpuMs, 0),
+        r.databaseCpuMs == null ? '—' : fmt(r.databaseCpuMs, 0),
         String(r.acks),
         String(r.rejects),
       ]),
@@ -254,6 +275,8 @@ try {
         mutationsPerSec: Math.round((r.size / r.ms) * 1000),
         timeRatioToRest: Number((r.ms / baseOf(r.size)).toFixed(2)),
         timeRatioToBatchedInsert: Number((r.ms / floorOf(r.size)).toFixed(2)),
+        serverCpuMs: r.serverCpuMs === undefined ? null : Math.round(r.serverCpuMs),
+        databaseCpuMs: r.databaseCpuMs == null ? null : Math.round(r.databaseCpuMs),
         acks: r.acks,
         rejects: r.rejects,
       })),

@@ -83,6 +83,12 @@ export interface SyncRpc {
     args: { userId: string; token: string; visitId: string; count: number; warmup: number };
     result: { floorMs: number[]; writeMs: number[]; floorTxMs: number[]; writeTxMs: number[] };
   };
+  /**
+   * CPU used so far, in ms: this process (the server; on PGlite its database too, which runs
+   * in this process's threads) and, on PostgreSQL, the server's database backends (their
+   * /proc stat; Linux only, null elsewhere). Differences of two readings time one phase.
+   */
+  cpu: { args: Record<string, never>; result: { serverMs: number; databaseMs: number | null } };
   'profile-start': { args: Record<string, never>; result: null };
   /** Stops the CPU profile and writes it (a .cpuprofile, as node --cpu-prof writes). */
   'profile-stop': { args: { file: string }; result: { file: string } };
@@ -456,6 +462,11 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
     return { floorMs, writeMs, floorTxMs, writeTxMs };
   },
 
+  async cpu() {
+    const { user, system } = process.cpuUsage();
+    return { serverMs: (user + system) / 1000, databaseMs: await backendsCpuMs() };
+  },
+
   async 'profile-start'() {
     session = new Session();
     session.connect();
@@ -474,6 +485,25 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
     return { file };
   },
 };
+
+/** CPU of the PostgreSQL backends serving this database (pg_stat_activity's pids, /proc/<pid>/stat). */
+async function backendsCpuMs(): Promise<number | null> {
+  if (!database.sql || process.platform !== 'linux') return null;
+  const pids = await database.sql<Array<{ pid: number }>>`select pid from pg_stat_activity where datname = current_database()`;
+  const tick = 1000 / 100; // USER_HZ is 100 on Linux
+  let ms = 0;
+  for (const { pid } of pids) {
+    try {
+      // utime and stime are fields 14 and 15; the command name (field 2) may hold spaces.
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ms += (Number(fields[11]) + Number(fields[12])) * tick;
+    } catch {
+      // A backend that ended between the query and the read.
+    }
+  }
+  return ms;
+}
 
 process.on('message', (m: { rpc?: number; cmd?: keyof SyncRpc; args?: never }) => {
   if (typeof m !== 'object' || m === null || m.rpc === undefined || !m.cmd) return;
