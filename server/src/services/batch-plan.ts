@@ -4,6 +4,7 @@
  * Services that offer one also apply the same input one at a time with the same rules; a plan
  * is only made when every input would succeed, so the two ways give the same rows and answers.
  */
+import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
 import type { AuditEntry } from './audit/audit-log.ts';
 
@@ -17,6 +18,19 @@ export interface BatchPlan<R> {
 
 /** Rows handed to PostgreSQL as one jsonb parameter (`jsonb_to_recordset`): one statement, one parameter. */
 export const recordset = (rows: readonly object[]): string => JSON.stringify(rows);
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * `column = any($1::uuid[])`: one parameter and one statement text whatever the count. An IN
+ * list is a parameter per id for drizzle to build and the driver to bind, and a statement text
+ * of its own per length for PostgreSQL to parse and plan.
+ */
+export function uuidIn(column: SQL.Aliased | SQL | { getSQL(): SQL }, ids: readonly string[]): SQL {
+  // The ids go into an array literal: one that is not a uuid could add elements.
+  for (const id of ids) if (!UUID.test(id)) throw new TypeError('uuidIn: not a uuid');
+  return sql`${column} = any(${`{${ids.join(',')}}`}::uuid[])`;
+}
 
 /**
  * Waits for every statement issued together, then throws the first failure: once one has

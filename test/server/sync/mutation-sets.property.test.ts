@@ -30,7 +30,7 @@ const T0 = Date.parse('2026-11-20T09:00:00.000Z');
 type Abstract =
   | { kind: 'timer'; visit: number; events: Array<{ step: number; minutes: number }> }
   | { kind: 'mileage'; visit: number; miles: number; minutes: number | null }
-  | { kind: 'create'; slot: number; referralSlot: number; name: string; nul: boolean }
+  | { kind: 'create'; slot: number; referralSlot: number; name: string; nul: boolean; full: boolean }
   | { kind: 'bad-create' }
   | { kind: 'update'; slot: number; name: string };
 
@@ -50,6 +50,8 @@ const mutation: fc.Arbitrary<Abstract> = fc.oneof(
       referralSlot: fc.integer({ min: 0, max: SLOTS - 1 }),
       name: fc.constantFrom('Ann', 'Zoë', "O'Brien"),
       nul: fc.integer({ min: 0, max: 19 }).map((n) => n === 0),
+      // Every optional field of the patient and its referral, or none.
+      full: fc.boolean(),
     }),
   },
   { weight: 1, arbitrary: fc.constant({ kind: 'bad-create' as const }) },
@@ -130,7 +132,12 @@ forEachBackend('sync: mutation sets and one-by-one give the same answers and row
                 referral_uuid: side.referrals[a.referralSlot],
                 first_name: a.name,
                 last_name: 'Set',
-                referral: { discipline: 'PT', diagnosis_codes: a.nul ? ['M17\u000011'] : ['M17.11'] },
+                ...(a.full ? { email: 'set@example.com', phone: '614-555-0100', address: '1 Set St, Columbus, OH' } : {}),
+                referral: {
+                  discipline: 'PT',
+                  diagnosis_codes: a.nul ? ['M17\u000011'] : ['M17.11'],
+                  ...(a.full ? { referral_source: 'Dr. Set', start_of_care: '2026-11-02', ordered_frequency: '2w4' } : {}),
+                },
               });
             case 'bad-create':
               return m('patient.create', { last_name: 'No first name' });
@@ -294,10 +301,12 @@ forEachBackend('sync: mutation sets and one-by-one give the same answers and row
         select 'mileage' as t, visit_id, total_miles::text, travel_miles::text, onsite_miles::text, recorded_at, created_at, updated_at, deleted_at
         from visit_mileage where visit_id in ${side.visits} order by visit_id`)),
       ...(await select(sql`
-        select 'patient' as t, id, name_search, email_enc is null as no_email, created_at, updated_at
+        select 'patient' as t, id, organization_id, name_search, email_enc is null as no_email, phone_enc is null as no_phone,
+          address_enc is null as no_address, created_at, updated_at
         from patients where id in ${side.slots} order by id`)),
       ...(await select(sql`
-        select 'referral' as t, id, patient_id, status, discipline, diagnosis_codes, created_at
+        select 'referral' as t, id, patient_id, organization_id, status, discipline, diagnosis_codes, referral_source,
+          start_of_care::text, ordered_frequency, discharged_at, created_at, updated_at
         from patient_referrals where id in ${side.referrals} order by id`)),
       ...(await select(sql`
         select 'audit' as t, action, resource_type, resource_id, outcome, split_part(request_id, ':', 2) as mutation, details, at

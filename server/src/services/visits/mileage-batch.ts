@@ -4,11 +4,11 @@
  * too (the later arrival) — decided in memory in order, then one upsert of each touched
  * visit's final mileage. No plan (null) when a visit is not the caller's.
  */
-import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, eq, isNull, sql } from 'drizzle-orm';
 import { visitMileage, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
-import { allSettled, recordset, type BatchPlan } from '../batch-plan.ts';
+import { allSettled, recordset, uuidIn, type BatchPlan } from '../batch-plan.ts';
 import type { MileageInput } from './mileage.ts';
 
 export interface MileageItem {
@@ -33,11 +33,11 @@ export function createMileageBatch(deps: { clock: Clock }) {
         tx
           .select({ id: visits.id })
           .from(visits)
-          .where(and(inArray(visits.id, ids), eq(visits.ownerId, ownerId), isNull(visits.deletedAt)))
+          .where(and(uuidIn(visits.id, ids), eq(visits.ownerId, ownerId), isNull(visits.deletedAt)))
           .orderBy(visits.id)
           .for('update')
           .execute(),
-        tx.select().from(visitMileage).where(inArray(visitMileage.visitId, ids)).execute(),
+        tx.select().from(visitMileage).where(uuidIn(visitMileage.visitId, ids)).execute(),
       ]);
       if (owned.length !== ids.length) return null;
       const current = new Map<string, Stored>(stored.map((m) => [m.visitId, m]));

@@ -6,12 +6,12 @@
  * record and status. No plan (null) when any input would be refused: the caller applies them
  * one at a time instead, and each refusal is its own.
  */
-import { and, inArray, isNull, eq, sql } from 'drizzle-orm';
+import { and, isNull, eq, sql } from 'drizzle-orm';
 import { timerEvents, visits } from '@fieldchart/schema/db';
 import { applyTimerEvents, deriveEvv, timerFactsOf, type TimerFact } from '@fieldchart/schema/rules';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
-import { allSettled, recordset, settled, type BatchPlan } from '../batch-plan.ts';
+import { allSettled, recordset, settled, uuidIn, type BatchPlan } from '../batch-plan.ts';
 import { storedTimerFact, type TimerEventsInput, type TimerEventsOutcome } from './timer-events.ts';
 
 interface VisitState {
@@ -31,14 +31,14 @@ export function createTimerEventsBatch(deps: { clock: Clock }) {
         tx
           .select({ id: visits.id, status: visits.status })
           .from(visits)
-          .where(and(inArray(visits.id, ids), eq(visits.ownerId, ownerId), isNull(visits.deletedAt)))
+          .where(and(uuidIn(visits.id, ids), eq(visits.ownerId, ownerId), isNull(visits.deletedAt)))
           .orderBy(visits.id)
           .for('update')
           .execute(),
         tx
           .select()
           .from(timerEvents)
-          .where(and(inArray(timerEvents.visitId, ids), isNull(timerEvents.deletedAt)))
+          .where(and(uuidIn(timerEvents.visitId, ids), isNull(timerEvents.deletedAt)))
           .execute(),
       ]);
       if (owned.length !== ids.length) return null;
