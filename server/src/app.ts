@@ -44,6 +44,7 @@ import type { Services } from './services/index.ts';
 import { syncRoutes } from './routes/sync.ts';
 import { createSyncHub, MAX_FRAME_BYTES, type SyncHub } from './sync/hub.ts';
 import { syncHooksOf } from './sync/service-hooks.ts';
+import { ONE_SESSION_UPLOAD, POOLED_UPLOAD } from './sync/hooks.ts';
 import type { Notifications } from './sync/notifications.ts';
 
 declare module 'fastify' {
@@ -234,7 +235,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     : null;
   const hub =
     opts.sync && hooks
-      ? createSyncHub({ hooks, notifications: opts.sync.notifications, clock: opts.sync.clock, log: syncLog, ...(syncMetrics ? { metrics: syncMetrics } : {}) })
+      ? createSyncHub({
+          hooks,
+          notifications: opts.sync.notifications,
+          clock: opts.sync.clock,
+          log: syncLog,
+          upload: opts.sync.oneSession ? ONE_SESSION_UPLOAD : POOLED_UPLOAD,
+          ...(syncMetrics ? { metrics: syncMetrics } : {}),
+        })
       : null;
   if (hub) {
     app.decorate('syncHub', hub);

@@ -29,19 +29,15 @@ type HelloMessage = Extract<ClientMessage, { type: 'hello' }>;
 type Frame = Exclude<ClientMessage, { type: 'mutation' }> | MutationMessage;
 
 /**
- * Mutations applied in one transaction at most. Half of protocol 3's window: while one batch
- * is applied, the next is already waiting (the device refilled the window with the answers of
- * the one before), so a draining device never leaves the server idle for a round trip, and
- * the fixed cost of a transaction (session check, device row, a lock and a read per kind,
- * commit — each a round trip) is paid once per 250 rather than once per ~70.
- */
-const MUTATIONS_PER_TRANSACTION = 250;
-/**
  * A device keeps at most this many mutations unanswered (docs/sync-protocol.md, Limits):
- * 100 on protocols 1 and 2; protocol 3 is told its window in `welcome.max_in_flight`.
+ * 100 on protocols 1 and 2; protocol 3 is told its window (the hub's `upload.inFlight`) in
+ * `welcome.max_in_flight`. A transaction applies at most `upload.perTransaction`, half the
+ * window: while one batch is applied, the next is already waiting (the device refilled the
+ * window with the answers of the one before), so a draining device never leaves the server
+ * idle for a round trip, and the fixed cost of a transaction (session check, device row, a
+ * lock and a read per kind, commit — each a round trip) is paid over hundreds.
  */
 const MUTATIONS_IN_FLIGHT_V1 = 100;
-const MUTATIONS_IN_FLIGHT_V3 = 500;
 /**
  * A device draining its outbox sends new mutations as the answers of a batch reach it, so the
  * first of them can find the queue empty and would make a batch of its own, and the rest
@@ -54,13 +50,13 @@ const GATHER_WINDOW_MS = 50;
 const GATHER_MS = 3;
 const HELLO_TIMEOUT_MS = 10_000;
 /**
- * Frames waiting to be handled: a device keeps at most 500 mutations unanswered (protocol 3's
- * window; 100 before) plus its draft traffic; more means it ignores the limit.
+ * Frames waiting to be handled, as a multiple of the upload window: a device keeps at most
+ * that many mutations unanswered plus its draft traffic; more means it ignores the limit.
  */
-const MAX_WAITING_FRAMES = 1000;
+const WAITING_FRAMES_PER_WINDOW = 2;
 /**
  * Bytes of a device's frames held (waiting or being applied) before its socket is read no
- * further until they fall to half: a frame may be 4 MB, and MAX_WAITING_FRAMES of them would
+ * further until they fall to half: a frame may be 4 MB, and the waiting frames' bound of them would
  * be gigabytes of one device's in the server's memory.
  */
 const MAX_HELD_BYTES = 64 * 1024 * 1024;
@@ -131,8 +127,8 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     private readonly host: ConnectionHost,
   ) {
     this.queue = new SocketQueue<Frame>({
-      capacity: MAX_WAITING_FRAMES,
-      maxBatch: MUTATIONS_PER_TRANSACTION,
+      capacity: WAITING_FRAMES_PER_WINDOW * host.upload.inFlight,
+      maxBatch: host.upload.perTransaction,
       alongside: isDraftFrame,
       batch: (f) => f.type === 'mutation',
       expect: (run) => this.expectedMutations(run),
@@ -280,7 +276,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
       return this.close('protocol_unsupported', `This server speaks protocols ${SUPPORTED_PROTOCOLS.join(', ')}`);
     }
     this.protocol = message.protocol;
-    this.maxInFlight = message.protocol >= 3 ? MUTATIONS_IN_FLIGHT_V3 : MUTATIONS_IN_FLIGHT_V1;
+    this.maxInFlight = message.protocol >= 3 ? this.host.upload.inFlight : MUTATIONS_IN_FLIGHT_V1;
     const answer = await this.host.hooks.authenticate(message.token, message.client_id);
     if (!answer.ok) return this.refuse(answer.refusal);
     const { identity } = answer;

@@ -56,10 +56,27 @@ export interface SyncLog {
   error(obj: object, msg: string): void;
 }
 
+/**
+ * How much of its outbox a protocol 3 device may keep unanswered (`welcome.max_in_flight`),
+ * and how many of those one transaction applies. Larger is faster (a transaction's fixed cost
+ * is paid over more mutations) but holds the database longer: on PGlite's one session every
+ * other request waits behind each transaction.
+ */
+export interface UploadWindow {
+  readonly inFlight: number;
+  readonly perTransaction: number;
+}
+
+/** PGlite: one session, so short transactions. */
+export const ONE_SESSION_UPLOAD: UploadWindow = { inFlight: 500, perTransaction: 250 };
+/** PostgreSQL: a transaction holds one connection of the pool, and locks only this device's rows. */
+export const POOLED_UPLOAD: UploadWindow = { inFlight: 2000, perTransaction: 1000 };
+
 /** What a connection sees of the hub that holds it. */
 export interface ConnectionHost {
   readonly hooks: SyncHooks;
   readonly log: SyncLog;
+  readonly upload: UploadWindow;
   now(): Date;
   /** Whether one more socket of `userId` fits, not counting this device's own (it will be superseded). */
   hasRoomFor(userId: string, clientId: string): boolean;

@@ -11,7 +11,7 @@ import type { Clock } from '../clock.ts';
 import { safeError } from '../log-safety.ts';
 import type { SyncMetrics } from '../metrics/sync-metrics.ts';
 import { SyncConnection } from './connection.ts';
-import type { ConnectionHost, HeldConnection, SyncHooks, SyncLog } from './hooks.ts';
+import { ONE_SESSION_UPLOAD, type ConnectionHost, type HeldConnection, type SyncHooks, type SyncLog, type UploadWindow } from './hooks.ts';
 import { CHANNELS, type Notifications } from './notifications.ts';
 
 /** Sockets one user may hold on a node (docs: Limits). */
@@ -42,6 +42,8 @@ export function createSyncHub(deps: {
   log: SyncLog;
   maxSocketsPerUser?: number;
   metrics?: SyncMetrics;
+  /** Protocol 3's upload window; ONE_SESSION_UPLOAD when not given. */
+  upload?: UploadWindow;
 }): SyncHub {
   const { hooks, log } = deps;
   const maxSocketsPerUser = deps.maxSocketsPerUser ?? MAX_SOCKETS_PER_USER;
@@ -57,6 +59,7 @@ export function createSyncHub(deps: {
   const host: ConnectionHost = {
     hooks,
     log,
+    upload: deps.upload ?? ONE_SESSION_UPLOAD,
     now: () => deps.clock.now(),
     hasRoomFor(userId, clientId) {
       let others = 0;

@@ -1,7 +1,7 @@
 /**
  * Protocol 3's window (docs/sync-protocol.md, Versioning and Limits): `welcome.max_in_flight`
- * tells the device how many mutations it may keep unanswered (500; 100 on protocols 1 and 2,
- * whose welcome does not carry the field). A device that sends its whole window at once —
+ * tells the device how many mutations it may keep unanswered (500 on PGlite's one session,
+ * 2,000 on PostgreSQL; 100 on protocols 1 and 2, whose welcome does not carry the field). A device that sends its whole window at once —
  * more than one transaction's worth — has every mutation answered once, in order, each refusal
  * its own, and a replay of the window on a new socket changes nothing.
  */
@@ -51,7 +51,8 @@ forEachBackend('sync window (protocol 3)', (backend) => {
     }
     const { socket, welcome } = await helloSync(server, user.token, randomUUID(), null, 3);
     assert.equal(welcome.protocol, 3);
-    assert.equal(welcome.max_in_flight, 500);
+    // A database of one session (PGlite) keeps transactions short: every other request waits behind each.
+    assert.equal(welcome.max_in_flight, backend.name === 'pglite' ? 500 : 2000);
     socket.close();
   });
 
@@ -60,7 +61,7 @@ forEachBackend('sync window (protocol 3)', (backend) => {
     const clientId = randomUUID();
     const { socket, welcome } = await helloSync(server, user.token, clientId, null, 3);
     const window = welcome.max_in_flight ?? 0;
-    assert.ok(window > 250, 'the window is more than one transaction');
+    assert.ok(window >= 500, 'the window is more than one transaction (half of it)');
     await nextFeed(socket);
     const refused = 137;
     const ids = Array.from({ length: window }, () => randomUUID());
