@@ -15,8 +15,8 @@
  * `rest×10` with ten connections (each owns a tenth of the visits, so a visit's events stay in
  * order) and, for 1k, `rest×1` one request at a time (an outbox drained over REST).
  *
- * Beside each time, the CPU the server process and (on PostgreSQL) its database backends used
- * during it: less noisy than the time on a shared machine, and where a change's gain shows
+ * Beside each time, the CPU the server process, (on PostgreSQL) its database backends and the
+ * device's side (this process) used during it: less noisy than the time on a shared machine, and where a change's gain shows
  * first. The floor's server CPU includes sealing its patients' PHI before the timed insert.
  *
  * --quick (or BENCH_QUICK=1): 200 and 1k; BENCH_RECONCILE_SIZES=1000,10000 names the sizes. BENCH_CPU_PROF=<dir>: a CPU profile of the servers
@@ -98,6 +98,8 @@ interface Drained {
   /** CPU of the server process and of its PostgreSQL backends during the phase (ms; null: not measured). */
   readonly serverCpuMs?: number;
   readonly databaseCpuMs?: number | null;
+  /** CPU of this process (the device's side of the socket, or the REST client) during the phase. */
+  readonly deviceCpuMs?: number;
   readonly acks: number;
   readonly rejects: number;
   readonly firstReject: string | null;
@@ -189,10 +191,12 @@ async function drainOverRest(api: string, token: string, mutations: readonly Mut
 /** `fn` with the CPU the server (and its database backends) used meanwhile. */
 async function withCpu<T extends Drained>(child: SyncChild, fn: () => Promise<T>): Promise<T> {
   const before = await child.rpc('cpu', {});
+  const own = process.cpuUsage();
   const result = await fn();
+  const { user, system } = process.cpuUsage(own);
   const after = await child.rpc('cpu', {});
   const databaseCpuMs = before.databaseMs === null || after.databaseMs === null ? null : after.databaseMs - before.databaseMs;
-  return { ...result, serverCpuMs: after.serverMs - before.serverMs, databaseCpuMs };
+  return { ...result, serverCpuMs: after.serverMs - before.serverMs, databaseCpuMs, deviceCpuMs: (user + system) / 1000 };
 }
 
 const loadBefore = os.loadavg()[0] ?? 0;
@@ -239,7 +243,7 @@ try {
   const floorOf = (size: number) => results.find((r) => r.size === size && r.path === 'batched insert')?.ms ?? Number.NaN;
   console.log(
     table(
-      ['outbox', 'path', 'ms', 'mutations/s', `time vs rest×${REST_CONNECTIONS}`, 'time vs batched insert', 'server CPU ms', 'database CPU ms', 'acks', 'rejects'],
+      ['outbox', 'path', 'ms', 'mutations/s', `time vs rest×${REST_CONNECTIONS}`, 'time vs batched insert', 'server CPU ms', 'database CPU ms', 'device CPU ms', 'acks', 'rejects'],
       results.map((r) => [
         String(r.size),
         r.path,
@@ -249,6 +253,7 @@ try {
         ratio(r.ms, floorOf(r.size)),
         r.serverCpuMs === undefined ? '—' : fmt(r.serverCpuMs, 0),
         r.databaseCpuMs == null ? '—' : fmt(r.databaseCpuMs, 0),
+        r.deviceCpuMs === undefined ? '—' : fmt(r.deviceCpuMs, 0),
         String(r.acks),
         String(r.rejects),
       ]),
@@ -277,6 +282,7 @@ try {
         timeRatioToBatchedInsert: Number((r.ms / floorOf(r.size)).toFixed(2)),
         serverCpuMs: r.serverCpuMs === undefined ? null : Math.round(r.serverCpuMs),
         databaseCpuMs: r.databaseCpuMs == null ? null : Math.round(r.databaseCpuMs),
+        deviceCpuMs: r.deviceCpuMs === undefined ? null : Math.round(r.deviceCpuMs),
         acks: r.acks,
         rejects: r.rejects,
       })),
