@@ -290,6 +290,31 @@ forEachBackend('sync mutations: one failure is its own', (backend) => {
     );
   });
 
+  test('a mutation whose arguments hold `__proto__` and `constructor.prototype` keys is applied alike over the socket and over HTTP, and no prototype is touched', async () => {
+    // Both ways in parse with secure-json-parse, dropping such keys; what is left is judged as usual.
+    const args = (uuid: string) =>
+      `{"__proto__":{"polluted":true},"uuid":"${uuid}","first_name":"Proto","last_name":"Keys","referral":{"constructor":{"prototype":{"x":1}},"discipline":"PT"}}`;
+    const socketId = randomUUID();
+    const { socket } = await helloSync(server, user.token, randomUUID());
+    const from = socket.received.length;
+    socket.sendRaw(`{"type":"mutation","mutation_id":1,"name":"patient.create","args":${args(socketId)},"client_time":"${now()}"}`);
+    const overSocket = (await answersOn(socket, from, [1])).get(1);
+    socket.close();
+    const httpId = randomUUID();
+    const res = await server.api('POST', '/sync/mutations', {
+      token: user.token,
+      rawBody: `{"client_id":"${randomUUID()}","mutations":[{"mutation_id":1,"name":"patient.create","args":${args(httpId)},"client_time":"${now()}"}]}`,
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body).slice(0, 500));
+    const overHttp = (res.body.data.results as Answer[])[0];
+    assert.equal(overSocket?.type, 'ack', JSON.stringify(overSocket));
+    assert.equal(overHttp?.type, 'ack', JSON.stringify(overHttp));
+    const stored = await server.runtime.database.db.select({ id: patients.id }).from(patients).where(eq(patients.ownerId, user.uuid));
+    assert.ok(stored.some((r) => r.id === socketId) && stored.some((r) => r.id === httpId), 'both creates stored');
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
+    assert.equal(({} as Record<string, unknown>).x, undefined);
+  });
+
   test('a device that sends more than the server holds at once (64 MiB) is read more slowly, not dropped: every mutation is answered', async () => {
     // 24 mutations just past the mutation bound, about 75 MB, sent without waiting, then a valid one.
     const huge = 'x'.repeat(MAX_MUTATION_BYTES + 10_000);
