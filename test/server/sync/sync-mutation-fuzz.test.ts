@@ -325,13 +325,26 @@ forEachBackend('sync mutations: one failure is its own', (backend) => {
         : { id, planned: { name: 'patient.create', args: () => null, clientTime: now(), expect: 'ack', label: 'valid' }, args: { ...base(), first_name: 'After', last_name: 'Backpressure' } },
     );
     const { socket } = await helloSync(server, user.token, randomUUID());
-    const from = socket.received.length;
-    for (const s of sent) socket.send({ type: 'mutation', ...wire(s) });
-    const answers = await answersOn(socket, from, ids, 120_000);
-    assert.deepEqual(
-      ids.map((id) => { const a = answers.get(id); return a?.type === 'reject' ? `${a.type} ${a.status}` : a?.type; }),
-      [...Array.from({ length: 24 }, () => 'reject 413'), 'ack'],
-    );
+    // The server's side of the socket, watched while the frames arrive: it must stop reading
+    // (ws `pause()`) once the frames it holds pass the bound, and read again after.
+    const { clients } = server.runtime.app.websocketServer;
+    let pausedSeen = false;
+    const watch = setInterval(() => {
+      for (const c of clients) if (c.isPaused) pausedSeen = true;
+    }, 1);
+    try {
+      const from = socket.received.length;
+      for (const s of sent) socket.send({ type: 'mutation', ...wire(s) });
+      const answers = await answersOn(socket, from, ids, 120_000);
+      assert.deepEqual(
+        ids.map((id) => { const a = answers.get(id); return a?.type === 'reject' ? `${a.type} ${a.status}` : a?.type; }),
+        [...Array.from({ length: 24 }, () => 'reject 413'), 'ack'],
+      );
+    } finally {
+      clearInterval(watch);
+    }
+    assert.ok(pausedSeen, 'the server stopped reading the socket while it held more than the bound');
+    assert.ok([...clients].every((c) => !c.isPaused), 'and reads it again');
     socket.close();
   });
 
