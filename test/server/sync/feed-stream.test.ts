@@ -12,6 +12,7 @@ import fc from 'fast-check';
 import { sql } from 'drizzle-orm';
 import { randomUUID } from 'node:crypto';
 import { forEachBackend, type TestDatabase } from '../../helpers/backends.ts';
+import { eventually } from '../../helpers/eventually.ts';
 import { helloSync, nextFeed } from '../../helpers/sync-socket.ts';
 import { registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
 import { rowsOf } from '../../../server/src/db/database.ts';
@@ -108,24 +109,49 @@ forEachBackend('a first sync bigger than the send bound', (backend) => {
   });
   after(() => server.close());
 
-  test('a mutation answered while 20 MB of feed frames wait unread does not drop the device', async () => {
+  test('a mutation answered while 25 MB of feed frames wait unread does not drop the device', async () => {
     const user = await registerUser(server);
-    // 2,000 notifications of 10 kB: a first sync of about 20 MB, past the 16 MiB a device may leave unread.
+    // 2,500 notifications of 10 kB: a first sync of about 25 MB. What the kernel's socket buffers
+    // do not hold (a few MB on loopback) stays in the server's send buffer, past the 16 MiB a
+    // device may leave unread.
     await server.runtime.database.db.execute(
       sql`insert into notifications (id, owner_id, type, title, body, data, created_at)
-          select gen_random_uuid(), ${user.uuid}::uuid, 'note_ready', 'Your note is ready', repeat('x', 10000), '{}'::jsonb, now() from generate_series(1, 2000)`,
+          select gen_random_uuid(), ${user.uuid}::uuid, 'note_ready', 'Your note is ready', repeat('x', 10000), '{}'::jsonb, now() from generate_series(1, 2500)`,
     );
-    const { socket } = await helloSync(server, user.token, randomUUID());
-    // The device stops reading: the frames pile up in the server's send buffer.
+    const clientId = randomUUID();
+    const { socket } = await helloSync(server, user.token, clientId);
+    // The device stops reading: the frames pile up in the server's send buffer. Waited for as
+    // the server sees it — megabytes buffered, and no more coming (the feed has handed over all
+    // its frames) — so that the ack below is sent behind them whatever the machine's load.
     socket.ws.pause();
-    await new Promise((r) => setTimeout(r, 2000));
+    const { clients } = server.runtime.app.websocketServer;
+    let previous = -1;
+    await eventually(
+      () => {
+        const buffered = Math.max(0, ...[...clients].map((c) => c.bufferedAmount));
+        const still = buffered === previous;
+        previous = buffered;
+        assert.ok(buffered > 16 * 1024 * 1024 && still, `${buffered} bytes buffered`);
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
     socket.send({ type: 'mutation', mutation_id: 1, name: 'patient.create', args: { uuid: randomUUID(), first_name: 'Ada', last_name: 'Quince' }, client_time: new Date().toISOString() });
-    await new Promise((r) => setTimeout(r, 1500));
+    // Applied and answered (the ack goes out right after the commit), still unread.
+    await eventually(
+      async () => {
+        const rows = rowsOf<{ last: number }>(
+          await server.runtime.database.db.execute(sql`select last_mutation_id::int as last from sync_clients where client_id = ${clientId}::uuid`),
+        );
+        assert.equal(rows[0]?.last, 1);
+      },
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
+    await new Promise((r) => setTimeout(r, 100));
     let closed = false;
     void socket.closed.then(() => (closed = true));
     socket.ws.resume();
     const feed = await nextFeed(socket, 60_000);
-    assert.equal(feed.changes.filter((c) => c.table === 'notifications').length, 2000);
+    assert.equal(feed.changes.filter((c) => c.table === 'notifications').length, 2500);
     const ack = await socket.next('ack', (m) => m.mutation_id === 1, 30_000);
     assert.equal(ack.mutation_id, 1);
     assert.equal(closed, false, 'the socket stayed open');
