@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { is, Placeholder, sql } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
-import { forEachBackend, type TestDatabase } from '../helpers/backends.ts';
+import { forEachBackend, onEmbeddedBackend, type TestDatabase } from '../helpers/backends.ts';
 import { rowsOf } from '../../server/src/db/database.ts';
 import { foldPlaceholders, runPrepared, sessionPrepared } from '../../server/src/db/one-statement.ts';
 
@@ -89,6 +89,28 @@ forEachBackend('runPrepared and folded statements', (backend) => {
       const [row] = await sessionPrepared<{ v: number; w: string }>(db, `fold_probe_${n}`, query)({ n, s: `s${n}` });
       assert.deepEqual({ ...row }, { v: 3 * n, w: `s${n}s${n}` });
     }
+  });
+});
+
+onEmbeddedBackend('one generic plan on the one-session database', (backend) => {
+  let t: TestDatabase;
+  before(async () => {
+    t = await backend.open();
+  });
+  after(() => t.drop());
+
+  test('EXECUTE runs on the generic plan from the first run, and plan_cache_mode is back to auto after it', async () => {
+    const db = t.database.db;
+    const query = foldPlaceholders(dialect.sqlToQuery(sql`select count(*)::int as n from pg_class where relpages >= ${sql.placeholder('pages')}::int`));
+    const run = sessionPrepared<{ n: number }>(db, 'generic_probe', query);
+    // PostgreSQL's default tries five custom plans before it considers the generic one.
+    for (const pages of [0, 1, 2]) assert.equal(typeof (await run({ pages }))[0]?.n, 'number');
+    const [plans] = rowsOf<{ generic: number; custom: number }>(
+      await db.execute(sql`select generic_plans::int as generic, custom_plans::int as custom from pg_prepared_statements where name = 'generic_probe'`),
+    );
+    assert.deepEqual({ ...plans }, { generic: 3, custom: 0 });
+    const [mode] = rowsOf<{ plan_cache_mode: string }>(await db.execute(sql`show plan_cache_mode`));
+    assert.equal(mode?.plan_cache_mode, 'auto', 'the SET LOCAL lasted for its own statement only');
   });
 });
 
