@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sweepLeftovers } from './helpers/leftovers.ts';
 
 const root = path.dirname(fileURLToPath(import.meta.url));
 const filters = process.argv.slice(2);
@@ -49,17 +50,8 @@ const tmpBase = process.env.TEST_TMPDIR ?? os.tmpdir();
 const runTmp = path.join(tmpBase, `fieldchart-test-run-${process.pid}`);
 // A run killed outright (SIGKILL) could not remove its build and files: the next run does, once
 // that run's process is gone.
-for (const [dir, prefix] of [[cacheDir, 'fieldchart-test-build-'], [tmpBase, 'fieldchart-test-run-']] as const) {
-  for (const name of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
-    const pid = name.startsWith(prefix) ? Number(name.slice(prefix.length)) : 0;
-    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) continue;
-    try {
-      process.kill(pid, 0);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ESRCH') fs.rmSync(path.join(dir, name), { recursive: true, force: true });
-    }
-  }
-}
+sweepLeftovers(cacheDir, 'fieldchart-test-build-');
+sweepLeftovers(tmpBase, 'fieldchart-test-run-');
 fs.mkdirSync(runTmp, { recursive: true });
 const buildStarted = performance.now();
 const built = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, '..', 'scripts/build.ts'), '--outdir', buildDir], { stdio: ['ignore', 'ignore', 'inherit'] });
