@@ -1,7 +1,9 @@
 /**
  * Reconcile: a device comes back online with 1k, then 10k queued mutations and drains its
  * outbox over the sync socket with as many unacknowledged as the server's `welcome` allows
- * (protocol 3's `max_in_flight`; BENCH_RECONCILE_PROTOCOL=2 for the 100 of protocols 1–2) — the time
+ * (`max_in_flight`, from protocol 3; protocol 4, the client library's and the default here, gets
+ * a batch's answers gathered in `answers` frames; BENCH_RECONCILE_PROTOCOL=3 for one frame per
+ * answer, =2 for the 100 of protocols 1–2) — the time
  * from hello (with the cursor it holds) to the last ack, and mutations/s. The live feed pokes
  * that its own writes cause run meanwhile, as they would on a real reconnect.
  *
@@ -25,7 +27,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
-import type { MutationName } from '@fieldchart/schema/sync';
+import type { MutationName, ServerMessage } from '@fieldchart/schema/sync';
 import { fmt, initialSync, machine, profiled, quick, ratio, startSyncServers, SyncPeer, table, type SyncChild } from './support/sync-peer.ts';
 
 const SIZES = process.env.BENCH_RECONCILE_SIZES
@@ -35,8 +37,8 @@ const SIZES = process.env.BENCH_RECONCILE_SIZES
     : [1_000, 10_000];
 /** BENCH_RECONCILE_REST=0: leave out the REST baselines (minutes on a loaded machine) while iterating. */
 const WITH_REST = process.env.BENCH_RECONCILE_REST !== '0';
-/** The protocol the device speaks: 3 is told its window in `welcome.max_in_flight`, 1 and 2 keep 100. */
-const PROTOCOL = Number(process.env.BENCH_RECONCILE_PROTOCOL ?? 3);
+/** The protocol the device speaks: 3 and 4 are told their window in `welcome.max_in_flight`, 1 and 2 keep 100. */
+const PROTOCOL = Number(process.env.BENCH_RECONCILE_PROTOCOL ?? 4);
 const IN_FLIGHT_BEFORE_V3 = 100;
 let inFlight = IN_FLIGHT_BEFORE_V3;
 const REST_CONNECTIONS = 10;
@@ -123,7 +125,7 @@ async function drainOverSync(url: string, token: string, mutations: readonly Mut
       peer.send({ type: 'mutation', mutation_id: sent, name: m.name, args: m.args, client_time: new Date().toISOString() });
     };
     const done = new Promise<void>((resolve, reject) => {
-      peer.on((m) => {
+      const answered = (m: ServerMessage) => {
         if (m.type === 'retry') reject(new Error(`mutation ${m.mutation_id}: retry after ${m.after_ms} ms`));
         if (m.type !== 'ack' && m.type !== 'reject') return false;
         replied++;
@@ -134,6 +136,12 @@ async function drainOverSync(url: string, token: string, mutations: readonly Mut
         }
         if (replied === mutations.length) resolve();
         else sendNext();
+        return true;
+      };
+      // Protocol 4 gathers a batch's answers into `answers` frames.
+      peer.on((m) => {
+        if (m.type !== 'answers') return answered(m);
+        for (const a of m.answers) answered(a);
         return true;
       });
     });

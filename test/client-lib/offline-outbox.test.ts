@@ -173,6 +173,35 @@ test('a rejected write is rolled back, recorded for the app, never sent again; l
   }
 });
 
+test('answers gathered in one frame (protocol 4) are handled in order, as if each came alone', async () => {
+  freshPeerState();
+  const client = await signedInClient(peer.url);
+  try {
+    await client.sync.whenSynced({ timeoutMs: 20_000 });
+    assert.equal(peer.hellos.at(-1)?.protocol, 4, 'the client speaks protocol 4');
+    peer.onMutation = () => 'hold';
+    const before = peer.frames.length;
+    const created: string[] = [];
+    for (const name of ['A', 'B', 'C', 'D', 'E']) created.push((await client.patients.create({ first_name: name, last_name: 'Gathered' })).uuid);
+    await eventually(() => assert.equal(peer.frames.length - before, 5));
+    // One frame for all five: C refused, the others acknowledged.
+    peer.onMutation = () => ({ ack: null });
+    peer.release((m) => (m.args.first_name === 'C' ? { reject: { status: 422, code: 'validation_failed', message: 'No' } } : { ack: null }), true);
+    await client.sync.whenSynced({ timeoutMs: 20_000 });
+    const rejections = await client.rejections.list();
+    assert.deepEqual(
+      rejections.map((r) => [r.name, r.code]),
+      [['patient.create', 'validation_failed']],
+    );
+    assert.equal(client.sync.status.pending, 0);
+    assert.equal(await client.patients.get(created[2] as string), null, 'the refused create rolled back');
+    for (const i of [0, 1, 3, 4]) assert.equal((await client.patients.get(created[i] as string))?.last_name, 'Gathered');
+    await client.rejections.dismiss();
+  } finally {
+    await client.close();
+  }
+});
+
 test('retry keeps the head in place and resends it, with what followed, in order', async () => {
   freshPeerState();
   const client = await signedInClient(peer.url);

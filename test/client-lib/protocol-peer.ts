@@ -14,6 +14,7 @@ import * as decoding from 'lib0/decoding';
 import { clientMessage, serverMessage, type Change, type ClientMessage, type ServerMessage } from '@fieldchart/schema/sync';
 
 type MutationMsg = Extract<ClientMessage, { type: 'mutation' }>;
+type Answer = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' }>;
 /** A change as a test writes it; the peer stamps the version. */
 export type NewChange = Change extends infer C ? (C extends Change ? Omit<C, 'version'> : never) : never;
 export type MutationVerdict = { ack: unknown } | { reject: { status: number; code: string; message: string } } | { retry: number } | 'hold';
@@ -116,11 +117,24 @@ export class ProtocolPeer {
     for (const s of this.open()) s.ws.close(code, 'test');
   }
 
-  /** Answers every held mutation with `verdict`. */
-  release(verdict: (m: MutationMsg) => Exclude<MutationVerdict, 'hold'> = () => ({ ack: null })): void {
+  /**
+   * Answers every held mutation with `verdict`: one frame each, or (`gathered`, protocol 4)
+   * one `answers` frame per socket.
+   */
+  release(verdict: (m: MutationMsg) => Exclude<MutationVerdict, 'hold'> = () => ({ ack: null }), gathered = false): void {
     const held = this.held;
     this.held = [];
-    for (const h of held) this.answer(h.socket, h.m, verdict(h.m));
+    if (!gathered) {
+      for (const h of held) this.answer(h.socket, h.m, verdict(h.m));
+      return;
+    }
+    const bySocket = new Map<PeerSocket, Answer[]>();
+    for (const h of held) {
+      const answers = bySocket.get(h.socket) ?? [];
+      bySocket.set(h.socket, answers);
+      answers.push(this.answerOf(h.socket, h.m, verdict(h.m)));
+    }
+    for (const [s, answers] of bySocket) if (answers.length > 0) s.send({ type: 'answers', answers });
   }
 
   async close(): Promise<void> {
@@ -233,17 +247,22 @@ export class ProtocolPeer {
   }
 
   private answer(s: PeerSocket, m: MutationMsg, verdict: Exclude<MutationVerdict, 'hold'>): void {
+    s.send(this.answerOf(s, m, verdict));
+  }
+
+  /** The answer to `m`, its effects on the peer's state made. */
+  private answerOf(s: PeerSocket, m: MutationMsg, verdict: Exclude<MutationVerdict, 'hold'>): Answer {
     if ('retry' in verdict) {
       this.retrying.set(s, m.mutation_id);
-      return s.send({ type: 'retry', mutation_id: m.mutation_id, after_ms: verdict.retry });
+      return { type: 'retry', mutation_id: m.mutation_id, after_ms: verdict.retry };
     }
     this.lastMutationId.set(s.hello.client_id, Math.max(this.lastMutationId.get(s.hello.client_id) ?? 0, m.mutation_id));
     if ('reject' in verdict) {
       this.refused.set(`${s.hello.client_id}:${m.mutation_id}`, verdict.reject);
-      return s.send({ type: 'reject', mutation_id: m.mutation_id, ...verdict.reject });
+      return { type: 'reject', mutation_id: m.mutation_id, ...verdict.reject };
     }
     this.applied.push(m);
-    s.send({ type: 'ack', mutation_id: m.mutation_id, result: verdict.ack });
+    return { type: 'ack', mutation_id: m.mutation_id, result: verdict.ack };
   }
 }
 

@@ -43,6 +43,12 @@ export function frameRouter(to: FrameRoutes): (m: RoutedFrame) => Promise<void> 
       case 'failed':
       case 'conflict':
         return to.uploader.answer(m, to.carrier());
+      case 'answers': {
+        // Protocol 4: a batch's answers in one frame, handled in order as if each came alone.
+        const carrier = to.carrier();
+        for (const a of m.answers) await to.uploader.answer(a, carrier);
+        return;
+      }
       case 'doc':
         return to.drafts.handleDoc(m.doc, m.message);
       case 'doc_error':

@@ -3,13 +3,14 @@ import * as z from 'zod';
 /** The messages of the sync channel (docs/sync-protocol.md). JSON text frames, one per frame. */
 
 /** The version this package's client speaks (docs/sync-protocol.md, Versioning). */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 /**
  * Every version a server speaks: apps in the field still say 1. Version 2 adds
  * `synced.acked_through` and the `conflict` answer to a mutation (a cloned install); version 3
- * adds `welcome.max_in_flight`, a larger window of unanswered mutations.
+ * adds `welcome.max_in_flight`, a larger window of unanswered mutations; version 4 sends a
+ * batch's answers together, in `answers` frames.
  */
-export const SUPPORTED_PROTOCOLS: readonly number[] = [1, 2, 3];
+export const SUPPORTED_PROTOCOLS: readonly number[] = [1, 2, 3, 4];
 
 export const SYNC_TABLES = [
   'patients',
@@ -190,6 +191,18 @@ export const conflictMessage = z
   })
   .strict();
 
+/**
+ * Protocol 4: answers to mutations, in order, several to a frame (each as it would travel
+ * alone on protocols 1–3). A draining device gets hundreds at a time: one frame to read and
+ * parse instead of one each.
+ */
+export const answersMessage = z
+  .object({
+    type: z.literal('answers'),
+    answers: z.array(z.discriminatedUnion('type', [ackMessage, rejectMessage, retryMessage, failedMessage, conflictMessage])).min(1),
+  })
+  .strict();
+
 export const docErrorMessage = z
   .object({
     type: z.literal('doc_error'),
@@ -210,6 +223,7 @@ export const serverMessage = z.discriminatedUnion('type', [
   retryMessage,
   failedMessage,
   conflictMessage,
+  answersMessage,
   docMessage,
   docErrorMessage,
 ]);

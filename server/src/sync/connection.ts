@@ -71,6 +71,11 @@ const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 const FEED_COALESCE_MS = 15;
 /** …but never longer than this, so other writers' changes still reach an uploading device. */
 const FEED_MAX_DEFER_MS = 500;
+/** Protocol 4's `answers` frames: at most this many answers, and about this many bytes of them (as `changes`). */
+const ANSWERS_PER_FRAME = 500;
+const FRAME_TEXT_BYTES = 1024 * 1024;
+
+type Answer = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' | 'failed' | 'conflict' }>;
 
 const JSON_KEYS_DROPPED = { protoAction: 'remove', constructorAction: 'remove' } as const;
 
@@ -172,13 +177,42 @@ export class SyncConnection implements DraftPeer, HeldConnection {
   }
 
   send(message: ServerMessage): void {
+    this.sendText(JSON.stringify(message));
+  }
+
+  private sendText(text: string): void {
     if (this.socket.readyState !== this.socket.OPEN) return;
     // A device that stops reading (or reads slower than it is sent to) is dropped rather than
     // buffered without bound; it resumes from its cursor when it reconnects.
     // The feed run's own frames do not count: they are as many bytes as one read holds, and the
     // run waits for them (an ack sent during a big first sync is not a device that stopped reading).
     if (this.socket.bufferedAmount - this.feedBytesQueued > MAX_BUFFERED_BYTES) return void this.socket.terminate();
-    this.socket.send(JSON.stringify(message));
+    this.socket.send(text);
+  }
+
+  /**
+   * A batch's answers, in order: from protocol 4 gathered into `answers` frames (at most
+   * ANSWERS_PER_FRAME, and about FRAME_TEXT_BYTES each, as `changes` are), one frame each before.
+   */
+  private answer(replies: readonly Answer[]): void {
+    if (this.protocol < 4) {
+      for (const reply of replies) this.send(reply);
+      return;
+    }
+    let parts: string[] = [];
+    let bytes = 0;
+    const flush = () => {
+      if (parts.length > 0) this.sendText(`{"type":"answers","answers":[${parts.join(',')}]}`);
+      parts = [];
+      bytes = 0;
+    };
+    for (const reply of replies) {
+      const json = JSON.stringify(reply);
+      if (parts.length > 0 && (parts.length >= ANSWERS_PER_FRAME || bytes + json.length > FRAME_TEXT_BYTES)) flush();
+      parts.push(json);
+      bytes += json.length;
+    }
+    flush();
   }
 
   /** A frame of a feed run, sent at once; resolves once it is handed to the OS. */
@@ -433,7 +467,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     if (this.retryingFrom !== null) {
       const resent = batch.findIndex((m) => m.mutation_id <= (this.retryingFrom as number));
       const waiting = resent === -1 ? batch : batch.slice(0, resent);
-      for (const m of waiting) this.send({ type: 'retry', mutation_id: m.mutation_id, after_ms: 0 });
+      this.answer(waiting.map((m) => ({ type: 'retry', mutation_id: m.mutation_id, after_ms: 0 })));
       this.answered(waiting.length);
       if (resent === -1) return;
       this.retryingFrom = null;
@@ -446,7 +480,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     } catch (err) {
       this.host.log.warn({ err: safeError(err), connection: this.id }, 'sync mutations not applied; device told to retry');
       const after = 1000 + Math.floor(Math.random() * 2000);
-      for (const m of batch) this.send({ type: 'retry', mutation_id: m.mutation_id, after_ms: after });
+      this.answer(batch.map((m) => ({ type: 'retry', mutation_id: m.mutation_id, after_ms: after })));
       this.answered(batch.length);
       this.retryingFrom = Math.min(...batch.map((m) => m.mutation_id));
       return;
@@ -457,7 +491,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     if (outcome.kind === 'session') return this.refuse(refusalOfSession(outcome.state) ?? 'session_revoked');
     if (outcome.kind === 'device_revoked') return this.refuse('device_revoked');
     this.retryingFrom = outcome.retryFrom;
-    for (const reply of outcome.replies) this.send(reply);
+    this.answer(outcome.replies);
     this.answered(outcome.replies.length);
     // Protocol 2: a `synced` whose acked_through covers this batch follows its acks, also when
     // the mutations changed no row (no notification would run the feed then).

@@ -41,7 +41,7 @@ forEachBackend('sync window (protocol 3)', (backend) => {
       { timeoutMs: 120_000, intervalMs: 50 },
     );
 
-  test('welcome announces the window on protocol 3 only', async () => {
+  test('welcome announces the window from protocol 3 on', async () => {
     const user = await utcClinician(server);
     for (const protocol of [1, 2]) {
       const { socket, welcome } = await helloSync(server, user.token, randomUUID(), null, protocol);
@@ -49,11 +49,52 @@ forEachBackend('sync window (protocol 3)', (backend) => {
       assert.equal(welcome.max_in_flight, undefined, `protocol ${protocol} keeps its welcome`);
       socket.close();
     }
-    const { socket, welcome } = await helloSync(server, user.token, randomUUID(), null, 3);
-    assert.equal(welcome.protocol, 3);
-    // A database of one session (PGlite) keeps transactions short: every other request waits behind each.
-    assert.equal(welcome.max_in_flight, backend.name === 'pglite' ? 500 : 2000);
-    socket.close();
+    for (const protocol of [3, 4]) {
+      const { socket, welcome } = await helloSync(server, user.token, randomUUID(), null, protocol);
+      assert.equal(welcome.protocol, protocol);
+      // A database of one session (PGlite) keeps transactions short: every other request waits behind each.
+      assert.equal(welcome.max_in_flight, backend.name === 'pglite' ? 500 : 2000);
+      socket.close();
+    }
+  });
+
+  test('protocol 4: the answers of a window come gathered in `answers` frames, the same answers in the same order as protocol 3 sends one by one', async () => {
+    const user = await utcClinician(server);
+    const sendWindow = async (protocol: number) => {
+      const { socket, welcome } = await helloSync(server, user.token, randomUUID(), null, protocol);
+      await nextFeed(socket);
+      const window = welcome.max_in_flight ?? 0;
+      const mark = socket.received.length;
+      for (let i = 1; i <= window; i++) {
+        socket.send({
+          type: 'mutation',
+          mutation_id: i,
+          name: 'patient.create',
+          // Every 100th without a last name: refused on its own, between acknowledged ones.
+          args: i % 100 === 0 ? { uuid: randomUUID(), first_name: 'Nolast' } : { uuid: randomUUID(), first_name: `P${protocol}x${i}`, last_name: 'Window' },
+          client_time: new Date().toISOString(),
+        });
+      }
+      const frames = await eventually(
+        () => {
+          const got = socket.received.slice(mark).filter((m) => m.type === 'answers' || ANSWERS.has(m.type));
+          const n = got.reduce((sum, m) => sum + (m.type === 'answers' ? m.answers.length : 1), 0);
+          assert.ok(n >= window, `${n} of ${window} answers`);
+          return got;
+        },
+        { timeoutMs: 120_000, intervalMs: 50 },
+      );
+      socket.close();
+      return { window, frames };
+    };
+    const three = await sendWindow(3);
+    const four = await sendWindow(4);
+    assert.ok(three.frames.every((f) => f.type !== 'answers'), 'protocol 3: one frame per answer');
+    assert.ok(four.frames.every((f) => f.type === 'answers' && f.answers.length <= 500), 'protocol 4: answers gathered, at most 500 to a frame');
+    assert.ok(four.frames.length <= Math.ceil(four.window / 500) + 4, `${four.frames.length} frames for ${four.window} answers`);
+    const flat = (frames: ServerMessage[]) =>
+      frames.flatMap((f) => (f.type === 'answers' ? f.answers : [f as Answer])).map((a) => `${a.mutation_id} ${a.type}${a.type === 'reject' ? ` ${a.status} ${a.code}` : ''}`);
+    assert.deepEqual(flat(four.frames), flat(three.frames));
   });
 
   test('a whole window sent at once is answered once, in order, a refusal its own; replayed, nothing changes', async () => {
