@@ -324,7 +324,8 @@ forEachBackend('sync mutations: one failure is its own', (backend) => {
         ? { id, planned: { name: 'patient.create', args: () => null, clientTime: now(), expect: 'reject', label: 'oversized' }, args: { ...base(), address: huge } }
         : { id, planned: { name: 'patient.create', args: () => null, clientTime: now(), expect: 'ack', label: 'valid' }, args: { ...base(), first_name: 'After', last_name: 'Backpressure' } },
     );
-    const { socket } = await helloSync(server, user.token, randomUUID());
+    const clientId = randomUUID();
+    const { socket } = await helloSync(server, user.token, clientId);
     // The server's side of the socket, watched while the frames arrive: it must stop reading
     // (ws `pause()`) once the frames it holds pass the bound, and read again after.
     const { clients } = server.runtime.app.websocketServer;
@@ -332,9 +333,23 @@ forEachBackend('sync mutations: one failure is its own', (backend) => {
     const watch = setInterval(() => {
       for (const c of clients) if (c.isPaused) pausedSeen = true;
     }, 1);
+    // The device's row held by a transaction of the test's until the server has paused: its
+    // first batch waits for it, so the frames pile up whatever the speed of the machine (left
+    // alone, a fast server applies them about as fast as they arrive and may never hold 64 MiB).
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holding = server.runtime.database.db.transaction(async (tx) => {
+      await tx.execute(sql`insert into sync_clients (user_id, client_id) values (${user.uuid}::uuid, ${clientId}::uuid) on conflict do nothing`);
+      await tx.execute(sql`select 1 from sync_clients where user_id = ${user.uuid}::uuid and client_id = ${clientId}::uuid for update`);
+      locked();
+      const deadline = Date.now() + 60_000;
+      while (!pausedSeen && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    });
     try {
+      await isLocked;
       const from = socket.received.length;
       for (const s of sent) socket.send({ type: 'mutation', ...wire(s) });
+      await holding;
       const answers = await answersOn(socket, from, ids, 120_000);
       assert.deepEqual(
         ids.map((id) => { const a = answers.get(id); return a?.type === 'reject' ? `${a.type} ${a.status}` : a?.type; }),
