@@ -16,6 +16,16 @@ export interface BatchPlan<R> {
   write(tx: Db): Promise<void>;
 }
 
+/**
+ * No plan: the input at `refusedAt` (and so perhaps later ones) would be refused. Every input
+ * before it would not, and those plan again as a set of their own.
+ */
+export interface Refused {
+  readonly refusedAt: number;
+}
+
+export const isRefused = (p: object): p is Refused => 'refusedAt' in p;
+
 /** Rows handed to PostgreSQL as one jsonb parameter (`jsonb_to_recordset`): one statement, one parameter. */
 export const recordset = (rows: readonly object[]): string => JSON.stringify(rows);
 

@@ -16,6 +16,7 @@ import { sql } from 'drizzle-orm';
 import fc from 'fast-check';
 import { applyMutationBatch, type MutationDevice, type MutationMessage, type MutationReply } from '../../../server/src/services/sync/mutation-ledger.ts';
 import { createMutationRunner, type MutationRunner } from '../../../server/src/services/sync/mutation-runner.ts';
+import { isRefused } from '../../../server/src/services/batch-plan.ts';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { manualClock } from '../../helpers/clock.ts';
 import { startTestServer, type TestServer } from '../../helpers/test-server.ts';
@@ -80,8 +81,8 @@ forEachBackend('sync: mutation sets and one-by-one give the same answers and row
     const setApplied = new Map<string, number>();
     const setBased: MutationRunner = Object.assign((...a: Parameters<MutationRunner>) => real(...a), {
       runSet: (async (ctx, set) => {
-        const plan = await real.runSet?.(ctx, set);
-        if (!plan) return null;
+        const plan = await (real.runSet as NonNullable<MutationRunner['runSet']>)(ctx, set);
+        if (isRefused(plan)) return plan;
         // Counted once written: a set whose statement fails is applied again one by one.
         return {
           results: plan.results,
@@ -182,8 +183,8 @@ forEachBackend('sync: mutation sets and one-by-one give the same answers and row
     // pipeline, as a value refused by a constraint would: the set's rows are written, then lost.
     const runner: MutationRunner = Object.assign((...a: Parameters<MutationRunner>) => real(...a), {
       runSet: (async (ctx, set) => {
-        const plan = await real.runSet?.(ctx, set);
-        if (!plan) return null;
+        const plan = await (real.runSet as NonNullable<MutationRunner['runSet']>)(ctx, set);
+        if (isRefused(plan)) return plan;
         return {
           results: plan.results,
           write: async () => {

@@ -63,15 +63,18 @@ forEachBackend('sync window (protocol 3)', (backend) => {
     const sendWindow = async (protocol: number) => {
       const { socket, welcome } = await helloSync(server, user.token, randomUUID(), null, protocol);
       await nextFeed(socket);
-      const window = welcome.max_in_flight ?? 0;
+      // More than one frame of answers (500), within the window (500 on PGlite, 2,000 on PostgreSQL).
+      const window = Math.min(welcome.max_in_flight ?? 0, 1200);
       const mark = socket.received.length;
       for (let i = 1; i <= window; i++) {
         socket.send({
           type: 'mutation',
           mutation_id: i,
-          name: 'patient.create',
-          // Every 100th without a last name: refused on its own, between acknowledged ones.
-          args: i % 100 === 0 ? { uuid: randomUUID(), first_name: 'Nolast' } : { uuid: randomUUID(), first_name: `P${protocol}x${i}`, last_name: 'Window' },
+          // Two updates of a patient that does not exist: refused on their own (404) between
+          // acknowledged creates. (A refused create would send its whole run one by one.)
+          ...(i === 7 || i === window - 3
+            ? { name: 'patient.update', args: { uuid: randomUUID(), first_name: 'Nobody' } }
+            : { name: 'patient.create', args: { uuid: randomUUID(), first_name: `P${protocol}x${i}`, last_name: 'Window' } }),
           client_time: new Date().toISOString(),
         });
       }

@@ -2,8 +2,9 @@
  * Many patients created at once (the sync channel's queued `patient.create`): the same rules
  * as `patients.ts` `create` — ids named by the device must be free (a taken one is refused),
  * the patient and its referral ids must differ — checked in memory in order, PHI sealed in
- * memory, then one INSERT of the patients and one of their referrals. No plan (null) when any
- * would be refused: the caller creates them one at a time, and each refusal is its own.
+ * memory, then one INSERT of the patients and one of their referrals. No plan when one would
+ * be refused, only where (`Refused`): the caller creates that one on its own, and each refusal
+ * is its own.
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
@@ -14,7 +15,7 @@ import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
 import type { ClinicianContext } from '../../http/audit-context.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
-import { allSettled, recordset, settled, uuidIn, type BatchPlan } from '../batch-plan.ts';
+import { allSettled, recordset, settled, uuidIn, type BatchPlan, type Refused } from '../batch-plan.ts';
 import { createdFields, newPatientRows } from './new-patient.ts';
 
 export interface PatientCreateItem {
@@ -28,7 +29,7 @@ type Created = { uuid: string; referral_uuid: string };
 export function createPatientsBatch(deps: { clock: Clock; phi: PhiCrypto }) {
   const { clock, phi } = deps;
   return {
-    async plan(tx: Db, ctx: Omit<ClinicianContext, 'requestId'>, items: readonly PatientCreateItem[]): Promise<BatchPlan<Created> | null> {
+    async plan(tx: Db, ctx: Omit<ClinicianContext, 'requestId'>, items: readonly PatientCreateItem[]): Promise<BatchPlan<Created> | Refused> {
       if (items.length === 0) return { results: [], audits: [], write: async () => {} };
       const ids = items.map((i) => ({ id: i.uuid ?? randomUUID(), referralId: i.referral_uuid ?? randomUUID(), named: Boolean(i.uuid || i.referral_uuid) }));
       const named = ids.filter((i) => i.named);
@@ -47,8 +48,8 @@ export function createPatientsBatch(deps: { clock: Clock; phi: PhiCrypto }) {
       const audits: BatchPlan<Created>['audits'][number][] = [];
       for (const [n, { body }] of items.entries()) {
         const { id, referralId, named: check } = ids[n] as (typeof ids)[number];
-        if (id === referralId) return null;
-        if (check && (takenPatients.has(id) || takenReferrals.has(referralId))) return null;
+        if (id === referralId) return { refusedAt: n };
+        if (check && (takenPatients.has(id) || takenReferrals.has(referralId))) return { refusedAt: n };
         takenPatients.add(id);
         takenReferrals.add(referralId);
         const rows = newPatientRows(phi, ctx, { id, referralId }, body, now);

@@ -30,7 +30,7 @@ import type { Services } from '../index.ts';
 import type { SessionState } from '../auth/sessions.ts';
 import { linkSession } from './devices.ts';
 import type { MutationRunner } from './mutation-runner.ts';
-import { allSettled, recordset, settled } from '../batch-plan.ts';
+import { allSettled, isRefused, recordset, settled } from '../batch-plan.ts';
 import { runsInSet, type SetPlan } from './mutation-sets.ts';
 
 export type MutationMessage = IncomingMutation;
@@ -194,8 +194,8 @@ async function applyInTransaction(
     // before a mutation applied one by one or another set (which may read what they write).
     const unwritten: SetPlan[] = [];
     const writeSets = () => asSetFailure(() => settled(unwritten.splice(0).map((plan) => plan.write())));
-    // Mutations already settled by a set (below): skipped by the one-by-one loop. Those of a
-    // set that fell back go one by one, without another try at a set.
+    // Mutations already settled by a set (below): skipped by the one-by-one loop. A mutation a
+    // set would refuse, and a run too short to be a set, go one by one, without another try.
     let setUntil = -1;
     let oneByOneUntil = -1;
     for (const [i, m] of batch.entries()) {
@@ -235,24 +235,36 @@ async function applyInTransaction(
         // A set reads what the sets before it decided (mutations refused by their envelope may
         // separate two): those are written first.
         if (unwritten.length > 0) await writeSets();
-        const plan = await asSetFailure(() =>
-          runSet(
-            ctx,
-            set.map((s) => ({ name: s.name, args: s.args, requestId: `${device.requestIdPrefix}:${s.m.mutation_id}` })),
-          ),
-        );
-        if (plan) {
+        const planOf = (run: typeof set) =>
+          asSetFailure(() =>
+            runSet(
+              ctx,
+              run.map((s) => ({ name: s.name, args: s.args, requestId: `${device.requestIdPrefix}:${s.m.mutation_id}` })),
+            ),
+          );
+        let run = set;
+        let plan = await planOf(run);
+        // One would be refused: those before it go as a set of their own (planned again: the
+        // first plan decided them beside what follows), it goes on its own, sets resume after it.
+        if (isRefused(plan)) {
+          const { refusedAt } = plan;
+          oneByOneUntil = i + refusedAt;
+          run = set.slice(0, refusedAt);
+          if (run.length > 1) plan = await planOf(run);
+        }
+        if (run.length > 1 && !isRefused(plan)) {
           unwritten.push(plan);
-          for (const [k, s] of set.entries()) {
+          for (const [k, s] of run.entries()) {
             replies.push({ type: 'ack', mutation_id: s.m.mutation_id, result: plan.results[k] ?? null });
             judgedNow.push({ name: s.name, outcome: 'applied' });
             processedNow(s.m, k === 0 ? digest : digestOf(s.m));
             last = s.m.mutation_id;
           }
-          setUntil = i + set.length - 1;
+          setUntil = i + run.length - 1;
           continue;
         }
-        oneByOneUntil = i + set.length - 1;
+        // Too short to be a set, or (never expected) a prefix that no longer plans: one by one.
+        oneByOneUntil = Math.max(oneByOneUntil, i + run.length);
       }
       await writeSets();
       try {

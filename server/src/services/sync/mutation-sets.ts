@@ -3,9 +3,10 @@
  * service decides in memory, in order, what every mutation answers under the same rules as
  * its one-at-a-time call, then writes one statement per table — one INSERT of all the timer
  * events, one UPDATE of the visits, one upsert of mileage, one INSERT of patients and of
- * referrals, one of the audit entries. When any mutation would be refused (decided in memory,
- * before anything is written) there is no plan, and the caller applies the same mutations one
- * by one, each in its own savepoint, so each refusal is its own. A statement that fails (a
+ * referrals, one of the audit entries. When a mutation would be refused (decided in memory,
+ * before anything is written) there is no plan, only where the first such mutation is: the
+ * caller applies those before it as a set of their own, that one by itself in its own
+ * savepoint, so each refusal is its own, and sets again after it. A statement that fails (a
  * value the database refuses) throws: the caller's transaction is then lost and the caller
  * applies the whole batch again without sets (mutation-ledger.ts) — no savepoint per set,
  * two round trips fewer per batch. Answers are the same either way; the property test
@@ -20,7 +21,7 @@ import type * as z from 'zod';
 import { MUTATION_ARGS, type MutationName } from '@fieldchart/schema/sync';
 import type { ClinicianContext } from '../../http/audit-context.ts';
 import type { AuditContext, AuditEntry } from '../audit/audit-log.ts';
-import { allSettled, settled, type BatchPlan } from '../batch-plan.ts';
+import { allSettled, isRefused, settled, type BatchPlan, type Refused } from '../batch-plan.ts';
 import type { Services } from '../index.ts';
 import type { MileageItem } from '../visits/mileage-batch.ts';
 import type { TimerEventsInput } from '../visits/timer-events.ts';
@@ -51,10 +52,12 @@ export interface SetPlan {
 }
 
 /**
- * The plan of a set, or null when some mutation would be refused (nothing written: apply them
- * one by one). Throws when a statement fails: the transaction is lost.
+ * The plan of a set, or where its first refused mutation is (nothing written: the mutations
+ * before it plan again as a set of their own, it goes on its own). The kinds do not read each
+ * other's writes, so the first refusal of any kind ends the valid prefix of all of them.
+ * Throws when a statement fails: the transaction is lost.
  */
-export type MutationSetRunner = (ctx: Omit<ClinicianContext, 'requestId'>, set: readonly SetMutation[]) => Promise<SetPlan | null>;
+export type MutationSetRunner = (ctx: Omit<ClinicianContext, 'requestId'>, set: readonly SetMutation[]) => Promise<SetPlan | Refused>;
 
 export function createMutationSetRunner(services: Services): MutationSetRunner {
   return async (ctx, set) => {
@@ -62,10 +65,10 @@ export function createMutationSetRunner(services: Services): MutationSetRunner {
     const mileage: Array<{ at: number; item: MileageItem }> = [];
     const creates: Array<{ at: number; item: PatientCreateItem }> = [];
     for (const [at, m] of set.entries()) {
-      if (!runsInSet(m.name)) return null;
+      if (!runsInSet(m.name)) return { refusedAt: at };
       // A refusal of the arguments is the one-at-a-time path's to phrase.
       const parsed = MUTATION_ARGS[m.name].safeParse(m.args);
-      if (!parsed.success) return null;
+      if (!parsed.success) return { refusedAt: at };
       if (m.name === 'visit.timer_events') timers.push({ at, input: parsed.data as TimerEventsInput });
       else if (m.name === 'visit.mileage') mileage.push({ at, item: parsed.data as MileageItem });
       else {
@@ -80,7 +83,11 @@ export function createMutationSetRunner(services: Services): MutationSetRunner {
       services.visitMileageBatch.plan(tx, owner, mileage.map((t) => t.item)),
       services.patients.batch.plan(tx, ctx, creates.map((t) => t.item)),
     ]);
-    if (!timerPlan || !mileagePlan || !createPlan) return null;
+    if (isRefused(timerPlan) || isRefused(mileagePlan) || isRefused(createPlan)) {
+      // Each kind's refusal is an index among that kind's mutations: where it stands in the set.
+      const inSet = (plan: BatchPlan<unknown> | Refused, of: ReadonlyArray<{ at: number }>) => (isRefused(plan) ? (of[plan.refusedAt]?.at ?? 0) : set.length);
+      return { refusedAt: Math.min(inSet(timerPlan, timers), inSet(mileagePlan, mileage), inSet(createPlan, creates)) };
+    }
     const plans: Array<{ at: number[]; plan: BatchPlan<unknown> }> = [
       { at: timers.map((t) => t.at), plan: timerPlan },
       { at: mileage.map((t) => t.at), plan: mileagePlan },

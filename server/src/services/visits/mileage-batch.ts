@@ -2,13 +2,14 @@
  * Mileage of many visits at once (the sync channel's queued `visit.mileage`): the same rules
  * as `mileage.ts` — the visit must be the caller's; the later `recorded_at` wins, an equal one
  * too (the later arrival) — decided in memory in order, then one upsert of each touched
- * visit's final mileage. No plan (null) when a visit is not the caller's.
+ * visit's final mileage. No plan when a visit is not the caller's, only where the first item
+ * naming one is (`Refused`).
  */
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { visitMileage, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
-import { allSettled, recordset, uuidIn, type BatchPlan } from '../batch-plan.ts';
+import { allSettled, recordset, uuidIn, type BatchPlan, type Refused } from '../batch-plan.ts';
 import type { MileageInput } from './mileage.ts';
 
 export interface MileageItem {
@@ -25,7 +26,7 @@ interface Stored {
 
 export function createMileageBatch(deps: { clock: Clock }) {
   return {
-    async plan(tx: Db, ownerId: string, items: readonly MileageItem[]): Promise<BatchPlan<{ applied: boolean }> | null> {
+    async plan(tx: Db, ownerId: string, items: readonly MileageItem[]): Promise<BatchPlan<{ applied: boolean }> | Refused> {
       if (items.length === 0) return { results: [], audits: [], write: async () => {} };
       const ids = [...new Set(items.map((i) => i.uuid))];
       // The lock, then the read, issued together (pipelined; they run in this order).
@@ -39,7 +40,11 @@ export function createMileageBatch(deps: { clock: Clock }) {
           .execute(),
         tx.select().from(visitMileage).where(uuidIn(visitMileage.visitId, ids)).execute(),
       ]);
-      if (owned.length !== ids.length) return null;
+      if (owned.length !== ids.length) {
+        // A visit that is not the clinician's (or not there): the first item naming it is refused.
+        const mine = new Set(owned.map((v) => v.id));
+        return { refusedAt: items.findIndex((i) => !mine.has(i.uuid)) };
+      }
       const current = new Map<string, Stored>(stored.map((m) => [m.visitId, m]));
       const now = deps.clock.now();
       const final = new Map<string, Stored>();

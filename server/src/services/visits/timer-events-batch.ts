@@ -3,15 +3,15 @@
  * same rules as `timer-events.ts` — the visit must be the caller's, the shared sequence rule
  * decides what is new — checked in memory in order, each input seeing what the ones before it
  * added; then one INSERT of every new event and one UPDATE of every touched visit's EVV
- * record and status. No plan (null) when any input would be refused: the caller applies them
- * one at a time instead, and each refusal is its own.
+ * record and status. No plan when an input would be refused, only where (`Refused`): the
+ * caller applies that one on its own, and each refusal is its own.
  */
 import { and, isNull, eq, sql } from 'drizzle-orm';
 import { timerEvents, visits } from '@fieldchart/schema/db';
 import { applyTimerEvents, deriveEvv, timerFactsOf, type TimerFact } from '@fieldchart/schema/rules';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
-import { allSettled, recordset, settled, uuidIn, type BatchPlan } from '../batch-plan.ts';
+import { allSettled, recordset, settled, uuidIn, type BatchPlan, type Refused } from '../batch-plan.ts';
 import { storedTimerFact, type TimerEventsInput, type TimerEventsOutcome } from './timer-events.ts';
 
 interface VisitState {
@@ -22,7 +22,7 @@ interface VisitState {
 
 export function createTimerEventsBatch(deps: { clock: Clock }) {
   return {
-    async plan(tx: Db, ownerId: string, inputs: readonly TimerEventsInput[]): Promise<BatchPlan<TimerEventsOutcome> | null> {
+    async plan(tx: Db, ownerId: string, inputs: readonly TimerEventsInput[]): Promise<BatchPlan<TimerEventsOutcome> | Refused> {
       if (inputs.length === 0) return { results: [], audits: [], write: async () => {} };
       const ids = [...new Set(inputs.map((i) => i.schedule_uuid))];
       // Locked in id order: two batches touching the same visits cannot deadlock. The events
@@ -41,8 +41,9 @@ export function createTimerEventsBatch(deps: { clock: Clock }) {
           .where(and(uuidIn(timerEvents.visitId, ids), isNull(timerEvents.deletedAt)))
           .execute(),
       ]);
-      if (owned.length !== ids.length) return null;
       const state = new Map<string, VisitState>(owned.map((v) => [v.id, { status: v.status, events: [], touched: false }]));
+      // A visit that is not the clinician's (or not there): the first input naming it is refused.
+      if (owned.length !== ids.length) return { refusedAt: inputs.findIndex((i) => !state.has(i.schedule_uuid)) };
       for (const s of stored) {
         state.get(s.visitId)?.events.push(storedTimerFact(s));
       }
@@ -50,11 +51,11 @@ export function createTimerEventsBatch(deps: { clock: Clock }) {
       const added: Array<TimerFact & { visitId: string }> = [];
       const results: TimerEventsOutcome[] = [];
       const audits: BatchPlan<TimerEventsOutcome>['audits'][number][] = [];
-      for (const input of inputs) {
+      for (const [n, input] of inputs.entries()) {
         const visit = state.get(input.schedule_uuid) as VisitState;
         const incoming = timerFactsOf(input.events);
         const result = applyTimerEvents(visit.events, incoming);
-        if (!result.ok) return null;
+        if (!result.ok) return { refusedAt: n };
         audits.push({ action: 'update', resourceType: 'visit_timer', resourceId: input.schedule_uuid, details: { added: result.added.length, replayed: result.replayed } });
         if (result.added.length > 0) {
           for (const e of result.added) added.push({ ...e, visitId: input.schedule_uuid });
