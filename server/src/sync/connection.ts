@@ -21,8 +21,8 @@ import { windowOf } from '../services/sync/feed.ts';
 import type { MutationDevice, MutationMessage } from '../services/sync/mutation-ledger.ts';
 import { closeFor, refusalOfSession, type Refusal } from './close-reasons.ts';
 import type { DraftPeer } from './drafts.ts';
-import type { ConnectionHost, HeldConnection } from './hooks.ts';
-import { FeedFrames } from './feed-frames.ts';
+import { DROPPED_JSON_KEYS, type ConnectionHost, type HeldConnection } from './hooks.ts';
+import { answersFrames, FeedFrames } from './feed-frames.ts';
 import { SocketQueue } from './socket-queue.ts';
 
 type HelloMessage = Extract<ClientMessage, { type: 'hello' }>;
@@ -71,13 +71,7 @@ const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 const FEED_COALESCE_MS = 15;
 /** …but never longer than this, so other writers' changes still reach an uploading device. */
 const FEED_MAX_DEFER_MS = 500;
-/** Protocol 4's `answers` frames: at most this many answers, and about this many bytes of them (as `changes`). */
-const ANSWERS_PER_FRAME = 500;
-const FRAME_TEXT_BYTES = 1024 * 1024;
-
 type Answer = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' | 'failed' | 'conflict' }>;
-
-const JSON_KEYS_DROPPED = { protoAction: 'remove', constructorAction: 'remove' } as const;
 
 const isDraftFrame = (f: Frame) => f.type === 'doc_open' || f.type === 'doc' || f.type === 'doc_close';
 
@@ -190,29 +184,10 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     this.socket.send(text);
   }
 
-  /**
-   * A batch's answers, in order: from protocol 4 gathered into `answers` frames (at most
-   * ANSWERS_PER_FRAME, and about FRAME_TEXT_BYTES each, as `changes` are), one frame each before.
-   */
+  /** A batch's answers, in order: from protocol 4 gathered into `answers` frames (cut as `changes` are), one frame each before. */
   private answer(replies: readonly Answer[]): void {
-    if (this.protocol < 4) {
-      for (const reply of replies) this.send(reply);
-      return;
-    }
-    let parts: string[] = [];
-    let bytes = 0;
-    const flush = () => {
-      if (parts.length > 0) this.sendText(`{"type":"answers","answers":[${parts.join(',')}]}`);
-      parts = [];
-      bytes = 0;
-    };
-    for (const reply of replies) {
-      const json = JSON.stringify(reply);
-      if (parts.length > 0 && (parts.length >= ANSWERS_PER_FRAME || bytes + json.length > FRAME_TEXT_BYTES)) flush();
-      parts.push(json);
-      bytes += json.length;
-    }
-    flush();
+    if (this.protocol >= 4) return answersFrames(replies, (frame) => this.sendText(frame));
+    for (const reply of replies) this.send(reply);
   }
 
   /** A frame of a feed run, sent at once; resolves once it is handed to the OS. */
@@ -255,10 +230,9 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     let message: Frame | null = null;
     if (!isBinary) {
       try {
-        // `__proto__` and `constructor.prototype` keys are dropped, by the parser HTTP uses
-        // (routes/sync.ts): harmless to JSON.parse, not to every consumer of the object. It
-        // scans only a text that holds such a key, so a frame costs about a plain parse.
-        const json: unknown = secureJson.parse(String(data), null, JSON_KEYS_DROPPED);
+        // The keys HTTP drops, by the same parser: it scans only a text that holds one, so a
+        // frame costs about a plain parse.
+        const json: unknown = secureJson.parse(String(data), null, DROPPED_JSON_KEYS);
         const parsed = clientMessage.safeParse(json);
         // A mutation with a valid id is answered whatever else is wrong with it (an unknown
         // name, bad arguments): closing the socket would only make the device resend it.
