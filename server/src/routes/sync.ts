@@ -11,7 +11,7 @@ import { principalOf } from '../http/authentication.ts';
 import { errors, ok } from '../http/reply.ts';
 import { safeError } from '../log-safety.ts';
 import type { BatchOutcome } from '../services/sync/mutation-ledger.ts';
-import type { SyncHooks } from '../sync/hooks.ts';
+import { DROPPED_JSON_KEYS, type SyncHooks } from '../sync/hooks.ts';
 import type { SyncHub } from '../sync/hub.ts';
 
 export const syncRoutes: FastifyPluginAsyncZod<{ hub: SyncHub; hooks: SyncHooks }> = async (app, { hub, hooks }) => {
@@ -19,7 +19,7 @@ export const syncRoutes: FastifyPluginAsyncZod<{ hub: SyncHub; hooks: SyncHooks 
   // refuse the whole request (the device would resend it for ever): in this plugin only,
   // such keys are dropped as JSON is parsed, and each mutation is judged without them.
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, app.getDefaultJsonParser('remove', 'remove'));
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, app.getDefaultJsonParser(DROPPED_JSON_KEYS.protoAction, DROPPED_JSON_KEYS.constructorAction));
 
   app.get('/sync', { websocket: true, config: { public: true }, schema: { hide: true } }, (socket, request) => {
     hub.handleConnection(socket, request.raw);

@@ -67,6 +67,13 @@ export interface UploadWindow {
   readonly perTransaction: number;
 }
 
+/**
+ * Keys dropped from a device's JSON as it is parsed, on the socket and over HTTP
+ * (secure-json-parse, Fastify's parser): harmless to JSON.parse, not to every consumer of the
+ * object. A mutation holding one is judged without it.
+ */
+export const DROPPED_JSON_KEYS = { protoAction: 'remove', constructorAction: 'remove' } as const;
+
 /** PGlite: one session, so short transactions. */
 export const ONE_SESSION_UPLOAD: UploadWindow = { inFlight: 500, perTransaction: 250 };
 /** PostgreSQL: a transaction holds one connection of the pool, and locks only this device's rows. */
