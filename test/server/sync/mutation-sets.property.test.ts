@@ -244,6 +244,41 @@ forEachBackend('sync: mutation sets and one-by-one give the same answers and row
     assert.equal(writes.length, 1, 'a replay plans no set');
   });
 
+  test('a mutation a set would refuse goes alone: the ones before it and after it are applied as sets', async () => {
+    const { services } = server.runtime;
+    const log = server.runtime.app.log;
+    const real = createMutationRunner({ services, sectionsOf: async () => null });
+    /** The sizes of the sets written, in order. */
+    const written: number[] = [];
+    const runner: MutationRunner = Object.assign((...a: Parameters<MutationRunner>) => real(...a), {
+      runSet: (async (ctx, set) => {
+        const plan = await (real.runSet as NonNullable<MutationRunner['runSet']>)(ctx, set);
+        if (isRefused(plan)) return plan;
+        return { results: plan.results, write: async () => (await plan.write(), void written.push(set.length)) };
+      }) satisfies NonNullable<MutationRunner['runSet']>,
+    });
+    const user = await utcClinician(server);
+    const claims = await services.accessTokens.verify(user.token, clock.now());
+    assert.ok(claims);
+    const device: MutationDevice = { userId: user.uuid, sessionId: claims.sessionId, clientId: randomUUID(), organizationId: null, requestIdPrefix: `alone-${randomUUID().slice(0, 8)}`, protocol: 2 };
+    // Ten creates; the fifth names the same id for the patient and its referral (refused by the rules).
+    const batch: MutationMessage[] = Array.from({ length: 10 }, (_, i) => {
+      const uuid = randomUUID();
+      return {
+        type: 'mutation',
+        mutation_id: i + 1,
+        name: 'patient.create',
+        args: { uuid, referral_uuid: i === 4 ? uuid : randomUUID(), first_name: `Alone${i}`, last_name: 'Set' },
+        client_time: new Date(T0).toISOString(),
+      };
+    });
+    const outcome = await applyMutationBatch(services, runner, device, batch, log);
+    assert.equal(outcome.kind, 'applied');
+    const answers = outcome.kind === 'applied' ? outcome.replies.map((r) => `${r.mutation_id} ${r.type}`) : [];
+    assert.deepEqual(answers, batch.map((m) => `${m.mutation_id} ${m.mutation_id === 5 ? 'reject' : 'ack'}`));
+    assert.deepEqual(written, [4, 5], 'four as a set, the refused one alone, five as a set');
+  });
+
   test('a set sees what an earlier set of its batch decided, also across a mutation refused by its envelope', async () => {
     const { services } = server.runtime;
     const log = server.runtime.app.log;
