@@ -53,8 +53,8 @@ export class ProtocolPeer {
   userId = '0b7e7f2e-5a49-4c0e-9a51-2f6f0d1f6a11';
   /** Decides each new mutation; default: acknowledge. */
   onMutation: (m: MutationMsg, socket: PeerSocket) => MutationVerdict = () => ({ ack: null });
-  /** Called on hello before welcome; return a close code to refuse, or 'ignore' to never answer. */
-  onHello: (hello: Extract<ClientMessage, { type: 'hello' }>) => number | null | 'ignore' = () => null;
+  /** Called on hello before welcome; return a close code (and reason) to refuse, or 'ignore' to never answer. */
+  onHello: (hello: Extract<ClientMessage, { type: 'hello' }>) => number | { code: number; reason: string } | null | 'ignore' = () => null;
   /** Batches of the feed sent per unit (checkpoint only on the last). */
   batchSize = 500;
   held: { m: MutationMsg; socket: PeerSocket }[] = [];
@@ -157,7 +157,8 @@ export class ProtocolPeer {
         this.hellos.push(m);
         const refuse = this.onHello(m);
         if (refuse === 'ignore') return;
-        if (refuse !== null) return ws.close(refuse, 'refused');
+        if (typeof refuse === 'number') return ws.close(refuse, 'refused');
+        if (refuse !== null) return ws.close(refuse.code, refuse.reason);
         socket = {
           ws,
           hello: m,

@@ -3,7 +3,7 @@
  * reason), or the HTTP fallback's refusal, turned into the engine's next step. A pure rule —
  * no socket, no database, no clock — so the engine only carries the step out.
  */
-import { CLOSE_CODES, closeCodeName } from '@fieldchart/schema/sync';
+import { CLOSE_CODES, closeCodeName, protocolAfterRefusal, protocolsNamedIn } from '@fieldchart/schema/sync';
 import { FieldchartApiError } from '../rest/index.ts';
 import { HANDSHAKE_TIMEOUT } from './connection.ts';
 
@@ -34,6 +34,8 @@ export type CloseStep =
   | { readonly next: 'wipe'; readonly error: StepError }
   /** Another install took this client id's socket: come back after a pause, then part ids. */
   | { readonly next: 'superseded'; readonly error: StepError; readonly pauseMs: number }
+  /** The server speaks only older protocols, `protocol` among them: say that one, at once. */
+  | { readonly next: 'step_down'; readonly protocol: number }
   /** Nothing this app can do (an update is needed): stop. */
   | { readonly next: 'halt'; readonly reason: string; readonly error: StepError }
   /**
@@ -48,6 +50,8 @@ export interface CloseContext {
   readonly welcomed: boolean;
   /** The platform says the device is offline (false when it does not know). */
   readonly offline: boolean;
+  /** The protocol version this socket's hello said. */
+  readonly said: number;
 }
 
 /** The step after a socket closed with `code` and `reason`. */
@@ -71,8 +75,13 @@ export function stepAfterClose(code: number, reason: string, ctx: CloseContext):
       // old one is no longer the engine's). Come back after a pause and part ids: the next
       // welcome re-keys once what the server may have processed is answered.
       return { next: 'superseded', pauseMs: SUPERSEDED_PAUSE_MS, error: { code: 'superseded', message: reason || 'another install connected with this client id' } };
-    case CLOSE_CODES.protocol_unsupported:
+    case CLOSE_CODES.protocol_unsupported: {
+      // A server not yet upgraded names the versions it speaks: an app that shipped first
+      // speaks the newest of them instead of stopping (docs/sync-protocol.md, Versioning).
+      const lower = protocolAfterRefusal(ctx.said, protocolsNamedIn(reason));
+      if (lower !== null) return { next: 'step_down', protocol: lower };
       return { next: 'halt', reason: name ?? String(code), error: { code: name ?? String(code), message: reason || `closed with ${code}` } };
+    }
     default: {
       let error: StepError | null = null;
       if ((code === CLOSE_CODES.client_reconnect && reason === WENT_OFFLINE) || ctx.offline) {

@@ -37,6 +37,11 @@ export class Sockets {
   current: Connection | null = null;
   /** The client id the current socket said hello with. */
   helloClientId: string | null = null;
+  /**
+   * The protocol version hello says: this library's, until a server refuses it (4426) and
+   * names only older ones (after-close.ts); then the highest both speak, for this engine's life.
+   */
+  protocol: number = PROTOCOL_VERSION;
   private connecting = false;
   private readonly spare: SpareSocket;
 
@@ -137,7 +142,7 @@ export class Sockets {
           if (!this.openedFirst(conn)) return conn.close(CLOSE_CODES.normal, 'another socket opened first');
           this.deps.opened();
           this.helloClientId = clientId;
-          conn.send({ type: 'hello', protocol: PROTOCOL_VERSION, token, client_id: clientId, cursor });
+          conn.send({ type: 'hello', protocol: this.protocol, token, client_id: clientId, cursor });
         },
         onMessage: (m) => this.deps.message(conn, m),
         onInvalid: (reason) => this.deps.invalid(conn, reason),

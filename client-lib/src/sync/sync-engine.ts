@@ -198,11 +198,15 @@ export class SyncEngine {
     if (!this.parts.sockets.ended(conn)) return;
     const wasWelcomed = this.welcomed !== null;
     this.afterClose();
-    const step = stepAfterClose(code, reason, { welcomed: wasWelcomed, offline: this.parts.network?.online === false });
+    const step = stepAfterClose(code, reason, { welcomed: wasWelcomed, offline: this.parts.network?.online === false, said: this.parts.sockets.protocol });
     // A spare still opening takes the place of a socket that failed; on any other step it goes too.
     const handedOver = this.parts.sockets.handOver(this.running && step.next === 'retry');
     if (!this.running) return;
     if (step.next === 'end') return this.endAndWipe(step);
+    if (step.next === 'step_down') {
+      this.parts.sockets.protocol = step.protocol;
+      return this.scheduleReconnect();
+    }
     if (step.error) this.state.fail(step.error.code, step.error.message);
     switch (step.next) {
       case 'refresh':

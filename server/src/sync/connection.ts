@@ -10,6 +10,7 @@ import type { WebSocket } from 'ws';
 import {
   CLOSE_CODES,
   SUPPORTED_PROTOCOLS,
+  protocolUnsupportedReason,
   clientMessage,
   incomingMutation,
   type ClientMessage,
@@ -285,7 +286,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     if (this.helloTimer) clearTimeout(this.helloTimer);
     this.helloTimer = null;
     if (!SUPPORTED_PROTOCOLS.includes(message.protocol)) {
-      return this.close('protocol_unsupported', `This server speaks protocols ${SUPPORTED_PROTOCOLS.join(', ')}`);
+      return this.close('protocol_unsupported', protocolUnsupportedReason());
     }
     this.protocol = message.protocol;
     this.maxInFlight = message.protocol >= 3 ? this.host.upload.inFlight : MUTATIONS_IN_FLIGHT_V1;

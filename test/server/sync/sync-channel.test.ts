@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { CLOSE_CODES } from '@fieldchart/schema/sync';
+import { CLOSE_CODES, SUPPORTED_PROTOCOLS, protocolsNamedIn } from '@fieldchart/schema/sync';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { helloSync, nextFeed, openSync } from '../../helpers/sync-socket.ts';
 import { registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
@@ -245,7 +245,10 @@ forEachBackend('sync channel', (backend) => {
 
     const future = await openSync(server);
     future.send({ type: 'hello', protocol: 99, token: user.token, client_id: randomUUID(), cursor: null });
-    assert.equal((await future.closed).code, CLOSE_CODES.protocol_unsupported);
+    const refused = await future.closed;
+    assert.equal(refused.code, CLOSE_CODES.protocol_unsupported);
+    // The reason names what this server speaks, for a newer app to step down to.
+    assert.deepEqual(protocolsNamedIn(refused.reason), [...SUPPORTED_PROTOCOLS]);
 
     // A second hello right behind the first (before welcome): refused, never a swapped identity.
     const other = await clinician();
