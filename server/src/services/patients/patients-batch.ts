@@ -15,7 +15,8 @@ import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
 import type { ClinicianContext } from '../../http/audit-context.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
-import { allSettled, recordset, settled, uuidIn, type BatchPlan, type Refused } from '../batch-plan.ts';
+import { recordsetShape } from '../../db/recordset.ts';
+import { allSettled, settled, uuidIn, type BatchPlan, type Refused } from '../batch-plan.ts';
 import { createdFields, newPatientRows } from './new-patient.ts';
 
 export interface PatientCreateItem {
@@ -25,6 +26,19 @@ export interface PatientCreateItem {
 }
 
 type Created = { uuid: string; referral_uuid: string };
+
+// Owner, organization and times are the batch's own, bound once rather than carried per row.
+const PATIENT_ROWS = recordsetShape(patients, ['id', 'firstNameEnc', 'lastNameEnc', 'emailEnc', 'phoneEnc', 'addressEnc', 'nameSearch']);
+const REFERRAL_ROWS = recordsetShape(patientReferrals, [
+  'id',
+  'patientId',
+  'status',
+  'discipline',
+  'diagnosisCodes',
+  'referralSource',
+  'startOfCare',
+  'orderedFrequency',
+]);
 
 export function createPatientsBatch(deps: { clock: Clock; phi: PhiCrypto }) {
   const { clock, phi } = deps;
@@ -67,39 +81,16 @@ export function createPatientsBatch(deps: { clock: Clock; phi: PhiCrypto }) {
           // binding ~15 parameters a row was the largest piece of a drained outbox's own CPU.
           // Issued together, in this order: the referrals' foreign key sees the patients.
           const at = now.toISOString();
-          const owner = { owner_id: ctx.actorUserId, organization_id: ctx.organizationId };
+          const [owner, organization] = [ctx.actorUserId, ctx.organizationId];
           await settled([
             db.execute(sql`
-              insert into ${patients} (id, owner_id, organization_id, first_name_enc, last_name_enc, email_enc, phone_enc, address_enc, name_search, created_at, updated_at)
-              select x.id, ${owner.owner_id}::uuid, ${owner.organization_id}::uuid, x.first_name_enc, x.last_name_enc, x.email_enc, x.phone_enc, x.address_enc,
-                x.name_search, ${at}::timestamptz, ${at}::timestamptz
-              from jsonb_to_recordset(${recordset(
-                patientRows.map((r) => ({
-                  id: r.id,
-                  first_name_enc: r.firstNameEnc,
-                  last_name_enc: r.lastNameEnc,
-                  email_enc: r.emailEnc ?? null,
-                  phone_enc: r.phoneEnc ?? null,
-                  address_enc: r.addressEnc ?? null,
-                  name_search: r.nameSearch ?? [],
-                })),
-              )}::jsonb) as x(id uuid, first_name_enc text, last_name_enc text, email_enc text, phone_enc text, address_enc text, name_search text[])`),
+              insert into ${patients} (${PATIENT_ROWS.columns}, owner_id, organization_id, created_at, updated_at)
+              select ${PATIENT_ROWS.values}, ${owner}::uuid, ${organization}::uuid, ${at}::timestamptz, ${at}::timestamptz
+              from ${PATIENT_ROWS.from(patientRows)}`),
             db.execute(sql`
-              insert into ${patientReferrals} (id, patient_id, owner_id, organization_id, status, discipline, diagnosis_codes, referral_source, start_of_care, ordered_frequency, created_at, updated_at)
-              select x.id, x.patient_id, ${owner.owner_id}::uuid, ${owner.organization_id}::uuid, x.status, x.discipline, x.diagnosis_codes, x.referral_source,
-                x.start_of_care, x.ordered_frequency, ${at}::timestamptz, ${at}::timestamptz
-              from jsonb_to_recordset(${recordset(
-                referralRows.map((r) => ({
-                  id: r.id,
-                  patient_id: r.patientId,
-                  status: r.status ?? 'open',
-                  discipline: r.discipline ?? null,
-                  diagnosis_codes: r.diagnosisCodes ?? [],
-                  referral_source: r.referralSource ?? null,
-                  start_of_care: r.startOfCare ?? null,
-                  ordered_frequency: r.orderedFrequency ?? null,
-                })),
-              )}::jsonb) as x(id uuid, patient_id uuid, status text, discipline text, diagnosis_codes text[], referral_source text, start_of_care date, ordered_frequency text)`),
+              insert into ${patientReferrals} (${REFERRAL_ROWS.columns}, owner_id, organization_id, created_at, updated_at)
+              select ${REFERRAL_ROWS.values}, ${owner}::uuid, ${organization}::uuid, ${at}::timestamptz, ${at}::timestamptz
+              from ${REFERRAL_ROWS.from(referralRows)}`),
           ]);
         },
       };

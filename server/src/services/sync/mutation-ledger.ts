@@ -30,10 +30,15 @@ import type { Services } from '../index.ts';
 import type { SessionState } from '../auth/sessions.ts';
 import { linkSession } from './devices.ts';
 import type { MutationRunner } from './mutation-runner.ts';
-import { allSettled, isRefused, recordset, settled } from '../batch-plan.ts';
+import { recordsetShape } from '../../db/recordset.ts';
+import { allSettled, isRefused, settled } from '../batch-plan.ts';
 import { runsInSet, type SetPlan } from './mutation-sets.ts';
 
 export type MutationMessage = IncomingMutation;
+
+/** A device's processed mutations: what each one was, for telling a replay from another install's. */
+const DIGEST_ROWS = recordsetShape(syncMutationDigests, ['mutationId', 'digest']);
+
 export type MutationReply = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' | 'failed' | 'conflict' }>;
 type RejectReply = Extract<MutationReply, { type: 'reject' }>;
 
@@ -314,9 +319,9 @@ async function applyInTransaction(
     // The digests and the device's new last id in one statement, issued with the sets' writes.
     const ledger = tx.execute(sql`
       with digests as (
-        insert into ${syncMutationDigests} (user_id, client_id, mutation_id, digest)
-        select ${device.userId}::uuid, ${device.clientId}::uuid, x.mutation_id, x.digest
-        from jsonb_to_recordset(${recordset(processed.map((p) => ({ mutation_id: p.mutationId, digest: p.digest })))}::jsonb) as x(mutation_id bigint, digest text)
+        insert into ${syncMutationDigests} (user_id, client_id, ${DIGEST_ROWS.columns})
+        select ${device.userId}::uuid, ${device.clientId}::uuid, ${DIGEST_ROWS.values}
+        from ${DIGEST_ROWS.from(processed)}
       )
       update ${syncClients} set last_mutation_id = ${last}, failing_mutation_id = ${failing.id}, failing_attempts = ${failing.attempts}, updated_at = now()
       where user_id = ${device.userId}::uuid and client_id = ${device.clientId}::uuid`);

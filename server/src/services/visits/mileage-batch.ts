@@ -9,7 +9,8 @@ import { and, eq, isNull, sql } from 'drizzle-orm';
 import { visitMileage, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
-import { allSettled, recordset, uuidIn, type BatchPlan, type Refused } from '../batch-plan.ts';
+import { recordsetShape } from '../../db/recordset.ts';
+import { allSettled, uuidIn, type BatchPlan, type Refused } from '../batch-plan.ts';
 import type { MileageInput } from './mileage.ts';
 
 export interface MileageItem {
@@ -23,6 +24,8 @@ interface Stored {
   readonly onsiteMiles: number | null;
   readonly recordedAt: Date;
 }
+
+const MILEAGE_ROWS = recordsetShape(visitMileage, ['visitId', 'totalMiles', 'travelMiles', 'onsiteMiles', 'recordedAt']);
 
 export function createMileageBatch(deps: { clock: Clock }) {
   return {
@@ -68,17 +71,10 @@ export function createMileageBatch(deps: { clock: Clock }) {
         async write(db) {
           if (final.size === 0) return;
           const at = now.toISOString();
-          const rows = [...final.entries()].map(([id, m]) => ({
-            visit_id: id,
-            total_miles: m.totalMiles,
-            travel_miles: m.travelMiles,
-            onsite_miles: m.onsiteMiles,
-            recorded_at: m.recordedAt.toISOString(),
-          }));
           await db.execute(sql`
-            insert into ${visitMileage} (visit_id, owner_id, total_miles, travel_miles, onsite_miles, recorded_at, created_at, updated_at, deleted_at)
-            select x.visit_id, ${ownerId}::uuid, x.total_miles, x.travel_miles, x.onsite_miles, x.recorded_at, ${at}::timestamptz, ${at}::timestamptz, null
-            from jsonb_to_recordset(${recordset(rows)}::jsonb) as x(visit_id uuid, total_miles numeric, travel_miles numeric, onsite_miles numeric, recorded_at timestamptz)
+            insert into ${visitMileage} (${MILEAGE_ROWS.columns}, owner_id, created_at, updated_at, deleted_at)
+            select ${MILEAGE_ROWS.values}, ${ownerId}::uuid, ${at}::timestamptz, ${at}::timestamptz, null
+            from ${MILEAGE_ROWS.from([...final.entries()].map(([visitId, m]) => ({ visitId, ...m })))}
             on conflict (visit_id) do update set
               total_miles = excluded.total_miles, travel_miles = excluded.travel_miles, onsite_miles = excluded.onsite_miles,
               recorded_at = excluded.recorded_at, updated_at = excluded.updated_at, deleted_at = null`);

@@ -8,11 +8,16 @@
  */
 import { and, isNull, eq, sql } from 'drizzle-orm';
 import { timerEvents, visits } from '@fieldchart/schema/db';
-import { applyTimerEvents, deriveEvv, timerFactsOf, type TimerFact } from '@fieldchart/schema/rules';
+import { applyTimerEvents, deriveEvv, timerFactsOf, type EvvDerivation, type TimerFact } from '@fieldchart/schema/rules';
 import type { Clock } from '../../clock.ts';
 import type { Db } from '../../db/database.ts';
-import { allSettled, recordset, settled, uuidIn, type BatchPlan, type Refused } from '../batch-plan.ts';
+import { recordsetShape } from '../../db/recordset.ts';
+import { allSettled, settled, uuidIn, type BatchPlan, type Refused } from '../batch-plan.ts';
 import { storedTimerFact, type TimerEventsInput, type TimerEventsOutcome } from './timer-events.ts';
+
+const EVENT_ROWS = recordsetShape(timerEvents, ['visitId', 'eventType', 'eventTime', 'latitude', 'longitude', 'accuracy']);
+/** A visit's status and EVV record: every field `deriveEvv` gives, as the one-at-a-time path sets them. */
+const EVV_ROWS = recordsetShape(visits, ['id', 'status', ...(Object.keys(deriveEvv([])) as Array<keyof EvvDerivation>)], { match: ['id'] });
 
 interface VisitState {
   status: string;
@@ -72,47 +77,15 @@ export function createTimerEventsBatch(deps: { clock: Clock }) {
           if (added.length === 0) return;
           const at = now.toISOString();
           const inserted = db.execute(sql`
-            insert into ${timerEvents} (visit_id, owner_id, event_type, event_time, latitude, longitude, accuracy, created_at)
-            select x.visit_id, ${ownerId}::uuid, x.event_type, x.event_time, x.latitude, x.longitude, x.accuracy, ${at}::timestamptz
-            from jsonb_to_recordset(${recordset(
-              added.map((e) => ({ visit_id: e.visitId, event_type: e.eventType, event_time: e.eventTime.toISOString(), latitude: e.latitude, longitude: e.longitude, accuracy: e.accuracy })),
-            )}::jsonb) as x(visit_id uuid, event_type text, event_time timestamptz, latitude float8, longitude float8, accuracy float8)
+            insert into ${timerEvents} (${EVENT_ROWS.columns}, owner_id, created_at)
+            select ${EVENT_ROWS.values}, ${ownerId}::uuid, ${at}::timestamptz
+            from ${EVENT_ROWS.from(added)}
             on conflict do nothing`);
           const touched = [...state.entries()].filter(([, v]) => v.touched);
-          const rows = touched.map(([id, v]) => {
-            const evv = deriveEvv(v.events);
-            const iso = (d: Date | null) => d?.toISOString() ?? null;
-            return {
-              id,
-              status: v.status,
-              travel_started_at: iso(evv.travelStartedAt),
-              arrived_at: iso(evv.arrivedAt),
-              arrival_lat: evv.arrivalLat,
-              arrival_lng: evv.arrivalLng,
-              arrival_accuracy: evv.arrivalAccuracy,
-              documentation_started_at: iso(evv.documentationStartedAt),
-              departed_at: iso(evv.departedAt),
-              departure_lat: evv.departureLat,
-              departure_lng: evv.departureLng,
-              departure_accuracy: evv.departureAccuracy,
-              drive_seconds: evv.driveSeconds,
-              onsite_seconds: evv.onsiteSeconds,
-              documentation_seconds: evv.documentationSeconds,
-            };
-          });
           const updated = db.execute(sql`
-            update ${visits} as v set
-              status = x.status, travel_started_at = x.travel_started_at, arrived_at = x.arrived_at,
-              arrival_lat = x.arrival_lat, arrival_lng = x.arrival_lng, arrival_accuracy = x.arrival_accuracy,
-              documentation_started_at = x.documentation_started_at, departed_at = x.departed_at,
-              departure_lat = x.departure_lat, departure_lng = x.departure_lng, departure_accuracy = x.departure_accuracy,
-              drive_seconds = x.drive_seconds, onsite_seconds = x.onsite_seconds, documentation_seconds = x.documentation_seconds,
-              updated_at = ${at}::timestamptz
-            from jsonb_to_recordset(${recordset(rows)}::jsonb) as x(
-              id uuid, status text, travel_started_at timestamptz, arrived_at timestamptz, arrival_lat float8, arrival_lng float8,
-              arrival_accuracy float8, documentation_started_at timestamptz, departed_at timestamptz, departure_lat float8,
-              departure_lng float8, departure_accuracy float8, drive_seconds integer, onsite_seconds integer, documentation_seconds integer)
-            where v.id = x.id`);
+            update ${visits} as v set ${EVV_ROWS.assignments}, updated_at = ${at}::timestamptz
+            from ${EVV_ROWS.from(touched.map(([id, v]) => ({ id, status: v.status, ...deriveEvv(v.events) })))}
+            where v.id = x."id"`);
           await settled([inserted, updated]);
         },
       };

@@ -10,10 +10,13 @@ import { Invalid } from '../../errors.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
 import { applyTimerEvents, deriveEvv, timerFactsOf, type TimerEventType, type TimerFact } from '@fieldchart/schema/rules';
 import { isUuid } from '../ids.ts';
-import { recordset } from '../batch-plan.ts';
+import { recordsetShape } from '../../db/recordset.ts';
 import { visitNotFound } from './visit-records.ts';
 
 export type TimerEventsInput = z.infer<typeof timerEventsBody>;
+
+/** A visit's new events; the visit is the statement's own. */
+const EVENT_ROWS = recordsetShape(timerEvents, ['eventType', 'eventTime', 'latitude', 'longitude', 'accuracy']);
 
 /** A stored event as the rules take it (its type was checked when it was written). */
 export const storedTimerFact = (s: Pick<typeof timerEvents.$inferSelect, 'eventType' | 'eventTime' | 'latitude' | 'longitude' | 'accuracy'>): TimerFact => ({
@@ -89,13 +92,6 @@ export function createTimerEvents(deps: TimerEventsDeps) {
         const { visit, result, status } = apply(row.r, incoming);
         const done = audit.insertFor(ctx, { ...entry, details: { added: result.added.length, replayed: result.replayed } }, 'success');
         const now = clock.now();
-        const added = result.added.map((e) => ({
-          event_type: e.eventType,
-          event_time: e.eventTime.toISOString(),
-          latitude: e.latitude,
-          longitude: e.longitude,
-          accuracy: e.accuracy,
-        }));
         const evv = deps.db
           .update(visits)
           .set({ ...deriveEvv(result.events), status, updatedAt: now })
@@ -105,11 +101,11 @@ export function createTimerEvents(deps: TimerEventsDeps) {
           deps.db,
           'timer_store_if_unchanged',
           sql`with v as (select id from ${visits} where id = ${visit.id}::uuid and row_version = ${row.r.rv}::bigint and deleted_at is null for update),
-            added as (insert into ${timerEvents} (visit_id, owner_id, event_type, event_time, latitude, longitude, accuracy, created_at)
-              select v.id, ${ownerId}::uuid, x.event_type, x.event_time, x.latitude, x.longitude, x.accuracy, ${now.toISOString()}::timestamptz
-              from v, jsonb_to_recordset(${recordset(added)}::jsonb) as x(event_type text, event_time timestamptz, latitude float8, longitude float8, accuracy float8)
+            added as (insert into ${timerEvents} (visit_id, ${EVENT_ROWS.columns}, owner_id, created_at)
+              select v.id, ${EVENT_ROWS.values}, ${ownerId}::uuid, ${now.toISOString()}::timestamptz
+              from v, ${EVENT_ROWS.from(result.added)}
               on conflict do nothing),
-            evv as ${added.length > 0 ? evv : sql`(select 1)`},
+            evv as ${result.added.length > 0 ? evv : sql`(select 1)`},
             audit as (${done} from v)
             select count(*)::int as n from v`,
         );
