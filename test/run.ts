@@ -70,20 +70,43 @@ const cleanUp = () => {
 const timingsFile = path.join(cacheDir, `fieldchart-test-timings-${process.pid}.jsonl`);
 const lastTimings = path.join(cacheDir, 'fieldchart-test-timings.txt');
 const SLOWEST_SHOWN = 15;
+
+/** The machine's CPU ticks, busy and in all, from /proc/stat (null where there is none). */
+function cpuTicks(): { busy: number; all: number } | null {
+  try {
+    const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]?.trim().split(/\s+/).slice(1, 8).map(Number) ?? [];
+    const all = fields.reduce((a, b) => a + b, 0);
+    const idle = (fields[3] ?? 0) + (fields[4] ?? 0);
+    return { busy: all - idle, all };
+  } catch {
+    return null;
+  }
+}
+const ticksAtStart = cpuTicks();
+/** The share of the machine's CPU in use since the run started: near 1, more at a time would not help. */
+function machineBusy(): number | null {
+  const now = cpuTicks();
+  if (!now || !ticksAtStart || now.all === ticksAtStart.all) return null;
+  return (now.busy - ticksAtStart.busy) / (now.all - ticksAtStart.all);
+}
 function printSlowest(): void {
   if (!fs.existsSync(timingsFile)) return;
   const rows = fs
     .readFileSync(timingsFile, 'utf8')
     .split('\n')
     .filter(Boolean)
-    .map((line) => JSON.parse(line) as { file: string; ms: number })
+    .map((line) => JSON.parse(line) as { file: string; ms: number; cpuMs?: number })
     .sort((a, b) => b.ms - a.ms);
   fs.rmSync(timingsFile, { force: true });
   if (rows.length === 0) return;
   const total = rows.reduce((sum, r) => sum + r.ms, 0);
+  const cpu = rows.reduce((sum, r) => sum + (r.cpuMs ?? 0), 0);
   console.log(`\nslowest test files (of ${rows.length}; ${(total / 1000).toFixed(0)} s of test processes in all, ${process.env.TEST_CONCURRENCY ?? '2'} at a time):`);
-  const lines = rows.map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${path.relative(path.join(root, '..'), r.file)}`);
+  // Their own CPU beside each time: a file far below its time waits (on timers, other processes, a browser).
+  const lines = rows.map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${r.cpuMs === undefined ? '' : `${(r.cpuMs / 1000).toFixed(1).padStart(6)} s CPU  `}${path.relative(path.join(root, '..'), r.file)}`);
   for (const line of lines.slice(0, SLOWEST_SHOWN)) console.log(line);
+  const busy = machineBusy();
+  console.log(`(the test processes' own CPU: ${(cpu / 1000).toFixed(0)} s${busy === null ? '' : `; the machine's ${os.cpus().length} cores were busy ${(busy * 100).toFixed(0)}% of the run`})`);
   fs.writeFileSync(lastTimings, `${lines.join('\n')}\n`);
   console.log(`(every file's: ${path.relative(path.join(root, '..'), lastTimings)})`);
 }

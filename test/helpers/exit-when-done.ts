@@ -14,14 +14,16 @@ import { after } from 'node:test';
 const REPORT_GRACE_MS = 1000;
 
 /**
- * The file's time from its process's start to its tests' end, appended as a JSON line to
+ * The file's time from its process's start to its tests' end, and the CPU its process used
+ * (every thread: PGlite's included; not processes it started), appended as a JSON line to
  * FIELDCHART_TEST_TIMINGS when set (test/run.ts prints the slowest files from it).
  */
 function recordTime(): void {
   const to = process.env.FIELDCHART_TEST_TIMINGS;
   const file = process.argv[1];
   if (!to || !file) return;
-  fs.appendFileSync(to, `${JSON.stringify({ file, ms: Math.round(performance.now()) })}\n`);
+  const cpu = process.cpuUsage();
+  fs.appendFileSync(to, `${JSON.stringify({ file, ms: Math.round(performance.now()), cpuMs: Math.round((cpu.user + cpu.system) / 1000) })}\n`);
 }
 
 // Only in a test file's own process: the runner's is the one without a test context.
