@@ -82,10 +82,11 @@ export function indexedDbKeyStore(dataDir: string): DeviceKeyStore {
 const FIRST_SCREEN_DB = 'fieldchart-first-screen';
 
 /**
- * The data directory holds no database yet: known only of one in memory. An IndexedDB database
- * runs initdb once, on its first open.
+ * True only where the data directory surely holds no database yet: here, one in memory. Of an
+ * IndexedDB one it cannot tell without opening it, so it says false, and the first open runs
+ * initdb (once) instead of loading the empty image.
  */
-export async function holdsNoDatabase(dataDir: string): Promise<boolean> {
+export async function surelyHoldsNoDatabase(dataDir: string): Promise<boolean> {
   return dataDir.startsWith('memory://');
 }
 

@@ -24,10 +24,11 @@ export function deviceKeyStoreFor(dataDir: string): DeviceKeyStore {
 }
 
 /**
- * The data directory holds no database yet (PGlite writes PG_VERSION at its top on initdb): its
- * first open may start from an empty database image (PgliteAssets `loadDataDir`).
+ * True only where the data directory surely holds no database yet (PGlite writes PG_VERSION at
+ * its top on initdb): its first open may start from an empty database image (PgliteAssets
+ * `loadDataDir`). False where it holds one; a directory it cannot read throws.
  */
-export async function holdsNoDatabase(dataDir: string): Promise<boolean> {
+export async function surelyHoldsNoDatabase(dataDir: string): Promise<boolean> {
   if (dataDir.startsWith('memory://')) return true;
   try {
     await fs.access(path.join(dataDir.replace(/^file:\/\//, ''), 'PG_VERSION'));

@@ -5,7 +5,7 @@
  */
 import { PGlite, type PGliteInterface, type PGliteOptions } from '@electric-sql/pglite';
 import { PGliteWorker } from '@electric-sql/pglite/worker';
-import { deviceKeyStoreFor, firstScreenStoreFor, holdsNoDatabase } from '#device-key';
+import { deviceKeyStoreFor, firstScreenStoreFor, surelyHoldsNoDatabase } from '#device-key';
 import type { DeviceKeyStore } from './device-key.ts';
 import { FirstScreenCache } from './first-screen.ts';
 import { MIGRATIONS, type MigrationTx } from './local-schema.ts';
@@ -207,7 +207,7 @@ async function openPglite(dataDir: string, options: OpenLocalDbOptions): Promise
     ? // This tab's handle: queries go to whichever tab's worker leads (shared-db.ts).
       PGliteWorker.create(options.worker(), { dataDir, id: tabNames(dataDir).database })
     : // PgliteAssets is PGlite's options by shape (see pglite-assets.ts PgliteFilesystem).
-      holdsNoDatabase(dataDir).then((fresh) => PGlite.create(dataDir, pgliteOptionsFor(dataDir, options.pglite, fresh) as PGliteOptions));
+      surelyHoldsNoDatabase(dataDir).then((fresh) => PGlite.create(dataDir, pgliteOptionsFor(dataDir, options.pglite, fresh) as PGliteOptions));
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeoutMs = options.openTimeoutMs ?? DEFAULT_OPEN_TIMEOUT_MS;
   const deadline = new Promise<never>((_, reject) => {

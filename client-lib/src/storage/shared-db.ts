@@ -11,7 +11,7 @@
 // (pglite-assets.ts PgliteFilesystem), and these are the package's public declarations.
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import { worker } from '@electric-sql/pglite/worker';
-import { holdsNoDatabase } from '#device-key';
+import { surelyHoldsNoDatabase } from '#device-key';
 import type { PgliteAssets } from './pglite-assets.ts';
 import { pgliteOptionsFor } from './changed-files-sync.ts';
 
@@ -44,7 +44,7 @@ export function runDatabaseWorker(assets: PgliteAssets = {}): void {
     // PgliteAssets is PGlite's options by shape (pglite-assets.ts PgliteFilesystem).
     init: async (options) => {
       const dataDir = options.dataDir ?? 'memory://';
-      return PGlite.create(dataDir, pgliteOptionsFor(dataDir, assets, await holdsNoDatabase(dataDir)) as PGliteOptions);
+      return PGlite.create(dataDir, pgliteOptionsFor(dataDir, assets, await surelyHoldsNoDatabase(dataDir)) as PGliteOptions);
     },
   });
 }
