@@ -27,6 +27,15 @@ const VISITS = 3;
 const SLOTS = 10;
 const T0 = Date.parse('2026-11-20T09:00:00.000Z');
 
+const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString();
+const timerEvent = (visit: string, event_type: string, minutes: number) => ({
+  schedule_uuid: visit,
+  events: [{ event_type, event_time: at(minutes), latitude: 41.9, longitude: -87.6, accuracy: 8 }],
+});
+/** `[name, args]` pairs as one device's queued mutations, numbered from 1. */
+const queued = (pairs: ReadonlyArray<readonly [string, object]>): MutationMessage[] =>
+  pairs.map(([name, args], i) => ({ type: 'mutation', mutation_id: i + 1, name, args: args as Record<string, unknown>, client_time: at(0) }));
+
 /** A mutation over abstract ids: visit k (k = VISITS: a visit of nobody's), patient slot k. */
 type Abstract =
   | { kind: 'timer'; visit: number; events: Array<{ step: number; minutes: number }> }
@@ -113,7 +122,6 @@ forEachBackend('sync: mutation sets and one-by-one give the same answers and row
         );
         const concrete = (side: (typeof sides)[number], a: Abstract, id: number, next: Map<number, number>): MutationMessage => {
           const visit = (k: number) => (k === VISITS ? foreign : (side.visits[k] as string));
-          const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString();
           const m = (name: string, args: Record<string, unknown>): MutationMessage => ({ type: 'mutation', mutation_id: id, name, args, client_time: at(0) });
           switch (a.kind) {
             case 'timer':
@@ -174,46 +182,49 @@ forEachBackend('sync: mutation sets and one-by-one give the same answers and row
     for (const name of ['visit.timer_events', 'visit.mileage', 'patient.create']) assert.ok((setApplied.get(name) ?? 0) > 0, `some ${name} went through a set`);
   });
 
-  test('a set whose statement fails is lost whole and the batch applied again one by one: every mutation once, nothing of the first try kept', async () => {
-    const { services } = server.runtime;
-    const log = server.runtime.app.log;
-    const real = createMutationRunner({ services, sectionsOf: async () => null });
-    const writes: string[] = [];
-    // The set's own statements, then one the database refuses (a NUL byte in text) in the same
-    // pipeline, as a value refused by a constraint would: the set's rows are written, then lost.
-    const runner: MutationRunner = Object.assign((...a: Parameters<MutationRunner>) => real(...a), {
+  /** A device of `user`'s session, its audit entries under `prefix`. */
+  async function deviceOf(user: User, prefix: string): Promise<MutationDevice> {
+    const claims = await server.runtime.services.accessTokens.verify(user.token, clock.now());
+    assert.ok(claims);
+    return { userId: user.uuid, sessionId: claims.sessionId, clientId: randomUUID(), organizationId: null, requestIdPrefix: `${prefix}-${randomUUID().slice(0, 8)}`, protocol: 2 };
+  }
+
+  /** The real runner, each set it plans written by `write` (given the plan's own write and the set's size). */
+  function runnerWriting(write: (own: () => Promise<void>, size: number) => Promise<void>): MutationRunner {
+    const real = createMutationRunner({ services: server.runtime.services, sectionsOf: async () => null });
+    return Object.assign((...a: Parameters<MutationRunner>) => real(...a), {
       runSet: (async (ctx, set) => {
         const plan = await (real.runSet as NonNullable<MutationRunner['runSet']>)(ctx, set);
         if (isRefused(plan)) return plan;
-        return {
-          results: plan.results,
-          write: async () => {
-            const own = plan.write();
-            const refused = services.unitOfWork.db.execute(sql`select ${'a\u0000b'}::text`);
-            const outcomes = await Promise.allSettled([own, refused]);
-            writes.push(outcomes.map((o) => o.status).join(' '));
-            for (const o of outcomes) if (o.status === 'rejected') throw o.reason;
-          },
-        };
+        return { results: plan.results, write: () => write(() => plan.write(), set.length) };
       }) satisfies NonNullable<MutationRunner['runSet']>,
+    });
+  }
+
+  test('a set whose statement fails is lost whole and the batch applied again one by one: every mutation once, nothing of the first try kept', async () => {
+    const { services } = server.runtime;
+    const log = server.runtime.app.log;
+    const writes: string[] = [];
+    // The set's own statements, then one the database refuses (a NUL byte in text) in the same
+    // pipeline, as a value refused by a constraint would: the set's rows are written, then lost.
+    const runner = runnerWriting(async (own) => {
+      const outcomes = await Promise.allSettled([own(), services.unitOfWork.db.execute(sql`select ${'a\u0000b'}::text`)]);
+      writes.push(outcomes.map((o) => o.status).join(' '));
+      for (const o of outcomes) if (o.status === 'rejected') throw o.reason;
     });
     const user = await utcClinician(server);
     const patient = await createPatient(server, user);
     const visit = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: '2026-11-20', start_time: '08:00' });
-    const claims = await services.accessTokens.verify(user.token, clock.now());
-    assert.ok(claims);
-    const device: MutationDevice = { userId: user.uuid, sessionId: claims.sessionId, clientId: randomUUID(), organizationId: null, requestIdPrefix: `fallback-${randomUUID().slice(0, 8)}`, protocol: 2 };
-    const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString();
-    const event = (event_type: string, minutes: number) => ({ schedule_uuid: visit, events: [{ event_type, event_time: at(minutes), latitude: 41.9, longitude: -87.6, accuracy: 8 }] });
+    const device = await deviceOf(user, 'fallback');
     const created = [randomUUID(), randomUUID()];
     const create = (uuid: string) => ({ uuid, referral_uuid: randomUUID(), first_name: 'Fall', last_name: 'Back', referral: { discipline: 'PT', diagnosis_codes: ['M17.11'] } });
-    const batch: MutationMessage[] = [
-      ['visit.timer_events', event('start_travel', 0)],
+    const batch = queued([
+      ['visit.timer_events', timerEvent(visit, 'start_travel', 0)],
       ['visit.mileage', { uuid: visit, mileage: { total_miles: 3.5, recorded_at: at(5) } }],
       ['patient.create', create(created[0] as string)],
-      ['visit.timer_events', event('arrive', 10)],
+      ['visit.timer_events', timerEvent(visit, 'arrive', 10)],
       ['patient.create', create(created[1] as string)],
-    ].map(([name, args], i) => ({ type: 'mutation', mutation_id: i + 1, name: name as string, args: args as Record<string, unknown>, client_time: at(0) }));
+    ]);
 
     const first = await applyMutationBatch(services, runner, device, batch, log);
     assert.equal(first.kind, 'applied');
@@ -247,31 +258,20 @@ forEachBackend('sync: mutation sets and one-by-one give the same answers and row
   test('a mutation a set would refuse goes alone: the ones before it and after it are applied as sets', async () => {
     const { services } = server.runtime;
     const log = server.runtime.app.log;
-    const real = createMutationRunner({ services, sectionsOf: async () => null });
     /** The sizes of the sets written, in order. */
     const written: number[] = [];
-    const runner: MutationRunner = Object.assign((...a: Parameters<MutationRunner>) => real(...a), {
-      runSet: (async (ctx, set) => {
-        const plan = await (real.runSet as NonNullable<MutationRunner['runSet']>)(ctx, set);
-        if (isRefused(plan)) return plan;
-        return { results: plan.results, write: async () => (await plan.write(), void written.push(set.length)) };
-      }) satisfies NonNullable<MutationRunner['runSet']>,
+    const runner = runnerWriting(async (own, size) => {
+      await own();
+      written.push(size);
     });
-    const user = await utcClinician(server);
-    const claims = await services.accessTokens.verify(user.token, clock.now());
-    assert.ok(claims);
-    const device: MutationDevice = { userId: user.uuid, sessionId: claims.sessionId, clientId: randomUUID(), organizationId: null, requestIdPrefix: `alone-${randomUUID().slice(0, 8)}`, protocol: 2 };
+    const device = await deviceOf(await utcClinician(server), 'alone');
     // Ten creates; the fifth names the same id for the patient and its referral (refused by the rules).
-    const batch: MutationMessage[] = Array.from({ length: 10 }, (_, i) => {
-      const uuid = randomUUID();
-      return {
-        type: 'mutation',
-        mutation_id: i + 1,
-        name: 'patient.create',
-        args: { uuid, referral_uuid: i === 4 ? uuid : randomUUID(), first_name: `Alone${i}`, last_name: 'Set' },
-        client_time: new Date(T0).toISOString(),
-      };
-    });
+    const batch = queued(
+      Array.from({ length: 10 }, (_, i) => {
+        const uuid = randomUUID();
+        return ['patient.create', { uuid, referral_uuid: i === 4 ? uuid : randomUUID(), first_name: `Alone${i}`, last_name: 'Set' }] as const;
+      }),
+    );
     const outcome = await applyMutationBatch(services, runner, device, batch, log);
     assert.equal(outcome.kind, 'applied');
     const answers = outcome.kind === 'applied' ? outcome.replies.map((r) => `${r.mutation_id} ${r.type}`) : [];
@@ -286,20 +286,17 @@ forEachBackend('sync: mutation sets and one-by-one give the same answers and row
     const user = await utcClinician(server);
     const patient = await createPatient(server, user);
     const visit = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: '2026-11-20', start_time: '09:00' });
-    const claims = await services.accessTokens.verify(user.token, clock.now());
-    assert.ok(claims);
-    const device: MutationDevice = { userId: user.uuid, sessionId: claims.sessionId, clientId: randomUUID(), organizationId: null, requestIdPrefix: `sets-${randomUUID().slice(0, 8)}`, protocol: 2 };
-    const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString();
-    const event = (event_type: string, minutes: number) => ({ schedule_uuid: visit, events: [{ event_type, event_time: at(minutes), latitude: 41.9, longitude: -87.6, accuracy: 8 }] });
+    const device = await deviceOf(user, 'sets');
+    const event = (event_type: string, minutes: number) => timerEvent(visit, event_type, minutes);
     const mileage = (miles: number, minutes: number) => ({ uuid: visit, mileage: { total_miles: miles, recorded_at: at(minutes) } });
-    const batch: MutationMessage[] = [
+    const batch = queued([
       ['visit.timer_events', event('start_travel', 0)],
       ['visit.mileage', mileage(2, 1)],
       ['visit.no_such_thing', {}],
       // The first set's start_travel again (a replay) and the next step.
       ['visit.timer_events', event('start_travel', 0)],
       ['visit.timer_events', event('arrive', 10)],
-    ].map(([name, args], i) => ({ type: 'mutation', mutation_id: i + 1, name: name as string, args: args as Record<string, unknown>, client_time: at(0) }));
+    ]);
     const outcome = await applyMutationBatch(services, runner, device, batch, log);
     assert.equal(outcome.kind, 'applied');
     const answers = outcome.kind === 'applied' ? outcome.replies.map((r) => (r.type === 'ack' ? { id: r.mutation_id, result: r.result } : { id: r.mutation_id, type: r.type })) : [];
