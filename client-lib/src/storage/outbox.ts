@@ -7,7 +7,7 @@
 import type { MutationName } from '@fieldchart/schema/sync';
 import type { LocalDb, Queryable } from './local-db.ts';
 import { getMeta, setMeta } from './meta.ts';
-import { openJson, sealJson } from './row-cipher.ts';
+import { openJson, sealJson, toBase64 } from './row-cipher.ts';
 import { failureAd, outboxAd, outboxResultAd, rejectionAd } from './seal-ad.ts';
 
 export interface OutboxEntry {
@@ -106,30 +106,62 @@ export async function pendingCount(db: Queryable): Promise<number> {
   return rows[0]?.n ?? 0;
 }
 
+/** A server's acknowledgement of one entry. */
+export interface Ack {
+  readonly mutationId: number;
+  readonly result: unknown;
+  /**
+   * The `synced` count after which the feed has surely brought the server's rows (protocol 1),
+   * or null when `acked_through` or the next socket's first `synced` settles it.
+   */
+  readonly settleAfter: number | null;
+}
+
 /**
- * Marks an entry acknowledged and records the visit's receipt. `settleAfter`: the `synced`
- * count after which the feed has surely brought the server's rows (protocol 1), or null when
- * `acked_through` or the next socket's first `synced` settles it. Answers the entry, or null
- * for an ack of nothing pending (a duplicate).
+ * Marks entries acknowledged and records their visits' receipts, in one transaction and a
+ * statement per table whatever their number: a device back online gets a window's answers
+ * together (protocol 4), and a transaction each made it far slower than the server that
+ * answered them. Answers the entries acknowledged now, in mutation order; an ack of nothing
+ * pending (a duplicate) is left out.
  */
-export async function ackEntry(db: LocalDb, mutationId: number, result: unknown, settleAfter: number | null, at: string): Promise<OutboxEntry | null> {
+export async function ackEntries(db: LocalDb, acks: readonly Ack[], at: string): Promise<OutboxEntry[]> {
+  if (acks.length === 0) return [];
+  // An entry answered twice keeps its first answer, as when each is applied as it comes.
+  const byId = new Map<number, Ack>();
+  for (const a of acks) if (!byId.has(a.mutationId)) byId.set(a.mutationId, a);
   return db.transaction(async (tx) => {
-    const [entry] = await selectEntries(tx, `select ${COLUMNS} from outbox where mutation_id = $1 and state = 'pending'`, [mutationId]);
-    if (!entry) return null;
-    await tx.query(
-      `update outbox set state = 'acked', sealed_result = $2, acked_at = $3, settle_after_synced = $4, last_error = null where mutation_id = $1`,
-      [mutationId, await sealJson(tx.cipher, result ?? null, outboxResultAd(entry)), at, settleAfter],
+    const entries = await selectEntries(tx, `select ${COLUMNS} from outbox where mutation_id = any($1::bigint[]) and state = 'pending' order by mutation_id`, [[...byId.keys()]]);
+    if (entries.length === 0) return [];
+    const rows = await Promise.all(
+      entries.map(async (e) => {
+        const a = byId.get(e.mutation_id) as Ack;
+        return { mutation_id: e.mutation_id, sealed: toBase64(await sealJson(tx.cipher, a.result ?? null, outboxResultAd(e))), settle_after: a.settleAfter };
+      }),
     );
-    if (entry.schedule_uuid) await recordReceipt(tx, entry.schedule_uuid, mutationId, at);
-    return entry;
+    await tx.query(
+      `update outbox o set state = 'acked', sealed_result = decode(x.sealed, 'base64'), acked_at = $2, settle_after_synced = x.settle_after, last_error = null
+       from jsonb_to_recordset($1::jsonb) as x(mutation_id bigint, sealed text, settle_after bigint) where o.mutation_id = x.mutation_id`,
+      [JSON.stringify(rows), at],
+    );
+    const receipts = new Map<string, number>();
+    for (const e of entries) if (e.schedule_uuid) receipts.set(e.schedule_uuid, Math.max(receipts.get(e.schedule_uuid) ?? 0, e.mutation_id));
+    if (receipts.size > 0) await recordReceipts(tx, receipts, at);
+    return entries;
   });
 }
 
-async function recordReceipt(tx: Queryable, scheduleUuid: string, mutationId: number, at: string): Promise<void> {
+/** `ackEntries` of one: the entry, or null for an ack of nothing pending. */
+export async function ackEntry(db: LocalDb, mutationId: number, result: unknown, settleAfter: number | null, at: string): Promise<OutboxEntry | null> {
+  return (await ackEntries(db, [{ mutationId, result, settleAfter }], at))[0] ?? null;
+}
+
+/** Each visit's receipt: the last of its mutations acknowledged, and when. */
+async function recordReceipts(tx: Queryable, lastAcked: ReadonlyMap<string, number>, at: string): Promise<void> {
   await tx.query(
-    `insert into visit_receipts (schedule_uuid, last_acked_mutation_id, acked_at) values ($1, $2, $3)
+    `insert into visit_receipts (schedule_uuid, last_acked_mutation_id, acked_at)
+     select x.schedule_uuid, x.last, $2 from jsonb_to_recordset($1::jsonb) as x(schedule_uuid text, last bigint)
      on conflict (schedule_uuid) do update set last_acked_mutation_id = greatest(visit_receipts.last_acked_mutation_id, excluded.last_acked_mutation_id), acked_at = excluded.acked_at`,
-    [scheduleUuid, mutationId, at],
+    [JSON.stringify([...lastAcked].map(([schedule_uuid, last]) => ({ schedule_uuid, last }))), at],
   );
 }
 

@@ -14,7 +14,7 @@ export type RoutedFrame = Exclude<ServerMessage, { type: 'welcome' }>;
 
 export interface FrameRoutes {
   readonly feed: Pick<FeedReceiver, 'receive'>;
-  readonly uploader: Pick<Uploader, 'answer'>;
+  readonly uploader: Pick<Uploader, 'answer' | 'answerAll'>;
   readonly drafts: Pick<DraftSync, 'handleDoc' | 'handleDocError' | 'retryUnavailable'>;
   readonly waiters: Pick<SyncWaiters, 'settle'>;
   /** The server took a refreshed token (`auth_ok`): keep it fresh until its expiry. */
@@ -44,10 +44,8 @@ export function frameRouter(to: FrameRoutes): (m: RoutedFrame) => Promise<void> 
       case 'conflict':
         return to.uploader.answer(m, to.carrier());
       case 'answers': {
-        // Protocol 4: a batch's answers in one frame, handled in order as if each came alone.
-        const carrier = to.carrier();
-        for (const a of m.answers) await to.uploader.answer(a, carrier);
-        return;
+        // Protocol 4: a batch's answers in one frame, handled in order, its acknowledgements together.
+        return to.uploader.answerAll(m.answers, to.carrier());
       }
       case 'doc':
         return to.drafts.handleDoc(m.doc, m.message);

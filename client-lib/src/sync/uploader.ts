@@ -18,7 +18,7 @@ import type { MutationName, ServerMessage } from '@fieldchart/schema/sync';
 import { failureCode } from '../storage/storage-errors.ts';
 import type { LocalDb } from '../storage/local-db.ts';
 import {
-  ackEntry,
+  ackEntries,
   failureCount,
   parkEntry,
   pendingCount,
@@ -154,22 +154,56 @@ export class Uploader {
 
   /** The one handler of the server's answers, whichever carrier brought them. */
   async answer(a: Answer, from: Carrier | null = this.carrier): Promise<void> {
-    const { db, status, events } = this.opts;
+    return this.answerAll([a], from);
+  }
+
+  /**
+   * Answers in the order the server gave them (protocol 4's `answers` frame, an HTTP
+   * response): each run of acknowledgements in one local transaction, then the counts, the
+   * waiters and the next sends once for all.
+   */
+  async answerAll(answers: readonly Answer[], from: Carrier | null = this.carrier): Promise<void> {
     const current = from !== null && from === this.carrier;
+    for (let i = 0; i < answers.length; ) {
+      let end = i;
+      while (answers[end]?.type === 'ack') end++;
+      if (end > i) {
+        await this.acked(answers.slice(i, end) as Array<Extract<Answer, { type: 'ack' }>>, from, current);
+        i = end;
+      } else {
+        await this.answerOne(answers[i] as Exclude<Answer, { type: 'ack' }>, current);
+        i++;
+      }
+    }
+    if (current && this.conflicted.size > 0 && this.inflight.size === 0) await this.rekey();
+    await this.updateCounts();
+    await this.opts.onAnswered();
+    void this.pump();
+  }
+
+  private async acked(acks: ReadonlyArray<Extract<Answer, { type: 'ack' }>>, from: Carrier | null, current: boolean): Promise<void> {
+    const { db, events } = this.opts;
+    if (current) for (const a of acks) this.inflight.delete(a.mutation_id);
+    const duplicate = (a: Extract<Answer, { type: 'ack' }>) => (a.result as { duplicate?: unknown } | null | undefined)?.duplicate === true;
+    const acked = await ackEntries(
+      db,
+      acks.map((a) => ({ mutationId: a.mutation_id, result: a.result, settleAfter: from?.settleAfter(duplicate(a)) ?? null })),
+      new Date().toISOString(),
+    );
+    this.backoff.reset();
+    if (acked.length === 0) return;
+    const results = new Map<number, unknown>();
+    for (const a of acks) if (!results.has(a.mutation_id)) results.set(a.mutation_id, a.result);
+    for (const entry of acked) events.emit('ack', { mutationId: entry.mutation_id, name: entry.name, scheduleUuid: entry.schedule_uuid, result: results.get(entry.mutation_id) });
+    events.emit('change', { reason: 'ack' });
+    if (acked.some((e) => e.name === 'visit.schedule' || e.name === 'patient.create')) this.opts.drafts.retryUnavailable();
+  }
+
+  private async answerOne(a: Exclude<Answer, { type: 'ack' }>, current: boolean): Promise<void> {
+    const { db, status, events } = this.opts;
     const wasInFlight = current && this.inflight.delete(a.mutation_id);
     const at = new Date().toISOString();
     switch (a.type) {
-      case 'ack': {
-        const duplicate = (a.result as { duplicate?: unknown } | null | undefined)?.duplicate === true;
-        const entry = await ackEntry(db, a.mutation_id, a.result, from?.settleAfter(duplicate) ?? null, at);
-        this.backoff.reset();
-        if (entry) {
-          events.emit('ack', { mutationId: entry.mutation_id, name: entry.name, scheduleUuid: entry.schedule_uuid, result: a.result });
-          events.emit('change', { reason: 'ack' });
-          if (entry.name === 'visit.schedule' || entry.name === 'patient.create') this.opts.drafts.retryUnavailable();
-        }
-        break;
-      }
       case 'reject': {
         const rejection = await rejectEntry(db, a, at);
         if (rejection) {
@@ -190,7 +224,7 @@ export class Uploader {
       }
       case 'retry': {
         // Not processed: it and everything sent after it go again, in order, after a pause.
-        if (!wasInFlight) return;
+        if (!wasInFlight) break;
         await recordAttempt(db, a.mutation_id, `retry after ${a.after_ms} ms`);
         for (const id of [...this.inflight]) if (id >= a.mutation_id) this.inflight.delete(id);
         this.lastSentId = Math.min(this.lastSentId, a.mutation_id - 1);
@@ -205,10 +239,6 @@ export class Uploader {
         break;
       }
     }
-    if (current && this.conflicted.size > 0 && this.inflight.size === 0) await this.rekey();
-    await this.updateCounts();
-    await this.opts.onAnswered();
-    void this.pump();
   }
 
   private async pumpOnce(): Promise<void> {
@@ -252,7 +282,7 @@ export class Uploader {
       return;
     }
     if (outcome.sent < batch.length && this.carrier === carrier) this.unsend(batch.slice(outcome.sent));
-    for (const a of outcome.answers) await this.answer(a, carrier);
+    if (outcome.answers.length > 0) await this.answerAll(outcome.answers, carrier);
     // A carrier that answers at once (HTTP) left nothing in flight: what it did not answer goes again.
     if (outcome.answers.length > 0 && this.carrier === carrier) this.unsend(batch.filter((m) => this.inflight.has(m.mutation_id)));
     this.opts.status.patch({ uploading: this.inflight.size > 0 });
