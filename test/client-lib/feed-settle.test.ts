@@ -11,7 +11,7 @@ import { Emitter } from '../../client-lib/src/sync/emitter.ts';
 import type { SyncEvents } from '../../client-lib/src/sync/events.ts';
 import { StatusStore } from '../../client-lib/src/sync/status.ts';
 import type { LocalDb } from '../../client-lib/src/storage/local-db.ts';
-import { ackEntry, appendToOutbox, settlingCount } from '../../client-lib/src/storage/outbox.ts';
+import { ackEntries, appendToOutbox, settlingCount } from '../../client-lib/src/storage/outbox.ts';
 import { openDeviceDb } from './support.ts';
 
 async function withFeed(fn: (db: LocalDb, feed: FeedReceiver) => Promise<void>): Promise<void> {
@@ -37,7 +37,7 @@ test('an HTTP ack that arrives after the synced covering it settles at once', as
     const id = await write(db);
     await feed.receive(synced(id));
     // The HTTP carrier's ack names no synced count: only acked_through can settle it.
-    await ackEntry(db, id, {}, null, new Date().toISOString());
+    await ackEntries(db, [{ mutationId: id, result: {}, settleAfter: null }], new Date().toISOString());
     assert.equal(await settlingCount(db), 1);
     await feed.settleAnswered(true);
     assert.equal(await settlingCount(db), 0, 'settled against the socket’s acked_through');
@@ -49,7 +49,7 @@ test('an ack beyond the socket’s acked_through, or under a re-keyed client id,
     const first = await write(db);
     const second = await write(db);
     await feed.receive(synced(first));
-    await ackEntry(db, second, {}, null, new Date().toISOString());
+    await ackEntries(db, [{ mutationId: second, result: {}, settleAfter: null }], new Date().toISOString());
     await feed.settleAnswered(true);
     assert.equal(await settlingCount(db), 1, 'not covered yet');
     await feed.receive(synced(second));
@@ -57,7 +57,7 @@ test('an ack beyond the socket’s acked_through, or under a re-keyed client id,
 
     const third = await write(db);
     await feed.receive(synced(third));
-    await ackEntry(db, third, {}, null, new Date().toISOString());
+    await ackEntries(db, [{ mutationId: third, result: {}, settleAfter: null }], new Date().toISOString());
     await feed.settleAnswered(false);
     assert.equal(await settlingCount(db), 1, 'a new client id: the old socket’s figure says nothing of it');
     await feed.disconnected();

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import type { LocalDb } from '../../client-lib/src/storage/local-db.ts';
-import { ackEntries, ackEntry, appendToOutbox, type Ack } from '../../client-lib/src/storage/outbox.ts';
+import { ackEntries, appendToOutbox, type Ack, type Acked } from '../../client-lib/src/storage/outbox.ts';
 import { openJson } from '../../client-lib/src/storage/row-cipher.ts';
 import { outboxResultAd } from '../../client-lib/src/storage/seal-ad.ts';
 import { openDeviceDb } from './support.ts';
@@ -64,14 +64,12 @@ test('property: acknowledgements applied together leave what they leave applied 
           .filter((p) => p < mine.length)
           .map((p, n) => ({ mutationId: p < 0 ? 1_000_000 + n : (mine[p] as number), result: { recorded: n, run }, settleAfter }));
         const answeredTogether = await ackEntries(together, acks, at);
-        const answeredOneByOne = [];
-        for (const a of acks) {
-          const entry = await ackEntry(oneByOne, a.mutationId, a.result, a.settleAfter, at);
-          if (entry) answeredOneByOne.push(entry);
-        }
+        const answeredOneByOne: Acked[] = [];
+        for (const a of acks) answeredOneByOne.push(...(await ackEntries(oneByOne, [a], at)));
+        const answered = (xs: Acked[]) => xs.map(({ entry, ack }) => [entry.mutation_id, ack.result] as const);
         assert.deepEqual(
-          answeredTogether.map((e) => e.mutation_id),
-          answeredOneByOne.map((e) => e.mutation_id).sort((a, b) => a - b),
+          answered(answeredTogether),
+          answered(answeredOneByOne).sort((a, b) => a[0] - b[0]),
         );
         assert.deepEqual(await stateOf(together, mine), await stateOf(oneByOne, mine));
       },
@@ -84,7 +82,7 @@ test('an ack of an entry already acknowledged answers nothing and changes nothin
   const id = await together.transaction((tx) => appendToOutbox(tx, { name: 'patient.create', args: { first_name: 'Once' }, scheduleUuid: VISITS[0] as string, clientTime: new Date().toISOString() }));
   const first = await ackEntries(together, [{ mutationId: id, result: { n: 1 }, settleAfter: null }], '2026-11-29T09:00:00.000Z');
   assert.deepEqual(
-    first.map((e) => e.mutation_id),
+    first.map(({ entry }) => entry.mutation_id),
     [id],
   );
   const before = await stateOf(together, [id]);

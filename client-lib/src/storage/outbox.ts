@@ -117,6 +117,12 @@ export interface Ack {
   readonly settleAfter: number | null;
 }
 
+/** An entry acknowledged now, with the acknowledgement it took. */
+export interface Acked {
+  readonly entry: OutboxEntry;
+  readonly ack: Ack;
+}
+
 /**
  * Marks entries acknowledged and records their visits' receipts, in one transaction and a
  * statement per table whatever their number: a device back online gets a window's answers
@@ -124,7 +130,7 @@ export interface Ack {
  * answered them. Answers the entries acknowledged now, in mutation order; an ack of nothing
  * pending (a duplicate) is left out.
  */
-export async function ackEntries(db: LocalDb, acks: readonly Ack[], at: string): Promise<OutboxEntry[]> {
+export async function ackEntries(db: LocalDb, acks: readonly Ack[], at: string): Promise<Acked[]> {
   if (acks.length === 0) return [];
   // An entry answered twice keeps its first answer, as when each is applied as it comes.
   const byId = new Map<number, Ack>();
@@ -132,11 +138,13 @@ export async function ackEntries(db: LocalDb, acks: readonly Ack[], at: string):
   return db.transaction(async (tx) => {
     const entries = await selectEntries(tx, `select ${COLUMNS} from outbox where mutation_id = any($1::bigint[]) and state = 'pending' order by mutation_id`, [[...byId.keys()]]);
     if (entries.length === 0) return [];
+    const acked = entries.map((entry) => ({ entry, ack: byId.get(entry.mutation_id) as Ack }));
     const rows = await Promise.all(
-      entries.map(async (e) => {
-        const a = byId.get(e.mutation_id) as Ack;
-        return { mutation_id: e.mutation_id, sealed: toBase64(await sealJson(tx.cipher, a.result ?? null, outboxResultAd(e))), settle_after: a.settleAfter };
-      }),
+      acked.map(async ({ entry, ack }) => ({
+        mutation_id: entry.mutation_id,
+        sealed: toBase64(await sealJson(tx.cipher, ack.result ?? null, outboxResultAd(entry))),
+        settle_after: ack.settleAfter,
+      })),
     );
     await tx.query(
       `update outbox o set state = 'acked', sealed_result = decode(x.sealed, 'base64'), acked_at = $2, settle_after_synced = x.settle_after, last_error = null
@@ -146,13 +154,8 @@ export async function ackEntries(db: LocalDb, acks: readonly Ack[], at: string):
     const receipts = new Map<string, number>();
     for (const e of entries) if (e.schedule_uuid) receipts.set(e.schedule_uuid, Math.max(receipts.get(e.schedule_uuid) ?? 0, e.mutation_id));
     if (receipts.size > 0) await recordReceipts(tx, receipts, at);
-    return entries;
+    return acked;
   });
-}
-
-/** `ackEntries` of one: the entry, or null for an ack of nothing pending. */
-export async function ackEntry(db: LocalDb, mutationId: number, result: unknown, settleAfter: number | null, at: string): Promise<OutboxEntry | null> {
-  return (await ackEntries(db, [{ mutationId, result, settleAfter }], at))[0] ?? null;
 }
 
 /** Each visit's receipt: the last of its mutations acknowledged, and when. */

@@ -35,7 +35,7 @@ export type CloseStep =
   /** Another install took this client id's socket: come back after a pause, then part ids. */
   | { readonly next: 'superseded'; readonly error: StepError; readonly pauseMs: number }
   /** The server speaks only older protocols, `protocol` among them: say that one, at once. */
-  | { readonly next: 'step_down'; readonly protocol: number }
+  | { readonly next: 'step_down'; readonly error: null; readonly protocol: number }
   /** Nothing this app can do (an update is needed): stop. */
   | { readonly next: 'halt'; readonly reason: string; readonly error: StepError }
   /**
@@ -79,7 +79,7 @@ export function stepAfterClose(code: number, reason: string, ctx: CloseContext):
       // A server not yet upgraded names the versions it speaks: an app that shipped first
       // speaks the newest of them instead of stopping (docs/sync-protocol.md, Versioning).
       const lower = protocolAfterRefusal(ctx.said, protocolsNamedIn(reason));
-      if (lower !== null) return { next: 'step_down', protocol: lower };
+      if (lower !== null) return { next: 'step_down', error: null, protocol: lower };
       return { next: 'halt', reason: name ?? String(code), error: { code: name ?? String(code), message: reason || `closed with ${code}` } };
     }
     default: {

@@ -14,7 +14,7 @@ export type RoutedFrame = Exclude<ServerMessage, { type: 'welcome' }>;
 
 export interface FrameRoutes {
   readonly feed: Pick<FeedReceiver, 'receive'>;
-  readonly uploader: Pick<Uploader, 'answer' | 'answerAll'>;
+  readonly uploader: Pick<Uploader, 'answerAll'>;
   readonly drafts: Pick<DraftSync, 'handleDoc' | 'handleDocError' | 'retryUnavailable'>;
   readonly waiters: Pick<SyncWaiters, 'settle'>;
   /** The server took a refreshed token (`auth_ok`): keep it fresh until its expiry. */
@@ -42,7 +42,7 @@ export function frameRouter(to: FrameRoutes): (m: RoutedFrame) => Promise<void> 
       case 'retry':
       case 'failed':
       case 'conflict':
-        return to.uploader.answer(m, to.carrier());
+        return to.uploader.answerAll([m], to.carrier());
       case 'answers': {
         // Protocol 4: a batch's answers in one frame, handled in order, its acknowledgements together.
         return to.uploader.answerAll(m.answers, to.carrier());

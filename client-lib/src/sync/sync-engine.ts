@@ -203,10 +203,6 @@ export class SyncEngine {
     const handedOver = this.parts.sockets.handOver(this.running && step.next === 'retry');
     if (!this.running) return;
     if (step.next === 'end') return this.endAndWipe(step);
-    if (step.next === 'step_down') {
-      this.parts.sockets.protocol = step.protocol;
-      return this.scheduleReconnect();
-    }
     if (step.error) this.state.fail(step.error.code, step.error.message);
     switch (step.next) {
       case 'refresh':
@@ -218,6 +214,9 @@ export class SyncEngine {
       case 'superseded':
         this.superseded = true;
         return this.scheduleReconnect(step.pauseMs);
+      case 'step_down':
+        this.parts.sockets.protocol = step.protocol;
+        return this.scheduleReconnect();
       case 'halt':
         return this.halt(step.reason);
       case 'retry':

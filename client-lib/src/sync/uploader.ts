@@ -152,15 +152,11 @@ export class Uploader {
     }
   }
 
-  /** The one handler of the server's answers, whichever carrier brought them. */
-  async answer(a: Answer, from: Carrier | null = this.carrier): Promise<void> {
-    return this.answerAll([a], from);
-  }
-
   /**
-   * Answers in the order the server gave them (protocol 4's `answers` frame, an HTTP
-   * response): each run of acknowledgements in one local transaction, then the counts, the
-   * waiters and the next sends once for all.
+   * The one handler of the server's answers, whichever carrier brought them (an answer's own
+   * frame, protocol 4's `answers` frame, an HTTP response), in the order the server gave them:
+   * each run of acknowledgements in one local transaction, then the counts, the waiters and the
+   * next sends once for all.
    */
   async answerAll(answers: readonly Answer[], from: Carrier | null = this.carrier): Promise<void> {
     const current = from !== null && from === this.carrier;
@@ -192,11 +188,9 @@ export class Uploader {
     );
     this.backoff.reset();
     if (acked.length === 0) return;
-    const results = new Map<number, unknown>();
-    for (const a of acks) if (!results.has(a.mutation_id)) results.set(a.mutation_id, a.result);
-    for (const entry of acked) events.emit('ack', { mutationId: entry.mutation_id, name: entry.name, scheduleUuid: entry.schedule_uuid, result: results.get(entry.mutation_id) });
+    for (const { entry, ack } of acked) events.emit('ack', { mutationId: entry.mutation_id, name: entry.name, scheduleUuid: entry.schedule_uuid, result: ack.result });
     events.emit('change', { reason: 'ack' });
-    if (acked.some((e) => e.name === 'visit.schedule' || e.name === 'patient.create')) this.opts.drafts.retryUnavailable();
+    if (acked.some(({ entry }) => entry.name === 'visit.schedule' || entry.name === 'patient.create')) this.opts.drafts.retryUnavailable();
   }
 
   private async answerOne(a: Exclude<Answer, { type: 'ack' }>, current: boolean): Promise<void> {

@@ -26,9 +26,6 @@ export interface Refused {
 
 export const isRefused = (p: object): p is Refused => 'refusedAt' in p;
 
-/** Rows handed to PostgreSQL as one jsonb parameter (`jsonb_to_recordset`): one statement, one parameter. */
-export const recordset = (rows: readonly object[]): string => JSON.stringify(rows);
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**

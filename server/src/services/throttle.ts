@@ -2,7 +2,6 @@ import { sql } from 'drizzle-orm';
 import { rowsOf, type Db } from '../db/database.ts';
 import type { Clock } from '../clock.ts';
 import { sha256 } from '../security/random-tokens.ts';
-import { recordset } from './batch-plan.ts';
 
 export interface ThrottleState {
   readonly hits: number;
@@ -56,7 +55,7 @@ export function createThrottle(deps: { clock: Clock }) {
       if (rows.length === 0) return [];
       // A tally of 0 only reads the key's shared count (no row written for it).
       const result = await db.execute<{ key: string; hits: number; started: Date | string }>(sql`
-        with x as (select * from jsonb_to_recordset(${recordset(rows)}::jsonb) as x(key text, hits int, started timestamptz)),
+        with x as (select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(key text, hits int, started timestamptz)),
         added as (
           insert into throttles (key, hits, window_started_at, window_seconds)
           select x.key, x.hits, x.started, ${windowSeconds} from x where x.hits > 0
