@@ -6,9 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { IdbFs, MemoryFS } from '@electric-sql/pglite';
 import fc from 'fast-check';
-import { pgliteOptionsFor, syncingOnlyChanges } from '../../client-lib/src/storage/changed-files-sync.ts';
+import { syncingOnlyChanges } from '../../client-lib/src/storage/changed-files-sync.ts';
 import { openLocalDb, type LocalDb } from '../../client-lib/src/storage/local-db.ts';
 import { SyncRecordingFs } from './memory-fs-files.ts';
 
@@ -92,16 +91,4 @@ test('after any statement resolves, every changed file is stored (property)', as
   } finally {
     await db.close();
   }
-});
-
-test('an idb:// database gets the gated IndexedDB file system; an app’s own fs and other data dirs are left as they are', () => {
-  const idb = pgliteOptionsFor('idb://fieldchart-app').fs;
-  assert.ok(idb instanceof IdbFs);
-  // The gate replaces the instance's sync (the class's own stays PGlite's).
-  assert.ok(Object.hasOwn(idb, 'syncToFs') && Object.hasOwn(idb, 'initialSyncFs'));
-  const own = new MemoryFS();
-  assert.equal(pgliteOptionsFor('idb://fieldchart-app', { fs: own }).fs, own);
-  assert.equal(Object.hasOwn(own, 'syncToFs'), false);
-  assert.equal(pgliteOptionsFor('memory://').fs, undefined);
-  assert.equal(pgliteOptionsFor('/var/lib/app').fs, undefined);
 });

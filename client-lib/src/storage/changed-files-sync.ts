@@ -11,8 +11,8 @@
  * holds what it held before this existed. Times are the ones IDBFS compares (milliseconds), so a
  * change it would miss is missed here too, and nothing else.
  */
-import { IdbFs, PGlite } from '@electric-sql/pglite';
-import type { PgliteAssets, PgliteFilesystem } from './pglite-assets.ts';
+import { PGlite } from '@electric-sql/pglite';
+import type { PgliteFilesystem } from './pglite-assets.ts';
 
 /** The parts of an Emscripten MEMFS node read here. */
 interface FsNode {
@@ -84,17 +84,4 @@ export function syncingOnlyChanges<F extends PgliteFilesystem>(fs: F): F {
     synced = now;
   };
   return fs;
-}
-
-/**
- * PGlite's options for `dataDir` with `assets`: on IndexedDB (`idb://name`), unless the app
- * brings its own file system, PGlite's IDBFS syncing only changes. The empty database image
- * goes only to a data dir that holds no database (`fresh`): PGlite refuses to load an image
- * over one that exists.
- */
-export function pgliteOptionsFor(dataDir: string, assets: PgliteAssets = {}, fresh = false): PgliteAssets {
-  const { loadDataDir, ...rest } = assets;
-  const options = fresh && loadDataDir ? { ...rest, loadDataDir } : rest;
-  if (!dataDir.startsWith('idb://') || assets.fs !== undefined) return options;
-  return { ...options, fs: syncingOnlyChanges(new IdbFs(dataDir.slice('idb://'.length))) };
 }

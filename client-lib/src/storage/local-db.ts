@@ -14,7 +14,7 @@ import { ad, aesGcmCipher, SealBrokenError, type RowCipher } from './row-cipher.
 import { StorageError, storageErrorOf } from './storage-errors.ts';
 import { tabNames, withTabLock, type DatabaseWorkerFactory } from './shared-db.ts';
 import type { PgliteAssets } from './pglite-assets.ts';
-import { pgliteOptionsFor } from './changed-files-sync.ts';
+import { pgliteOptionsFor } from './pglite-options.ts';
 import { startMark } from '../platform/start-marks.ts';
 
 export type { PgliteAssets, PgliteFilesystem } from './pglite-assets.ts';

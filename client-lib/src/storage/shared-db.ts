@@ -13,7 +13,7 @@ import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import { worker } from '@electric-sql/pglite/worker';
 import { surelyHoldsNoDatabase } from '#device-key';
 import type { PgliteAssets } from './pglite-assets.ts';
-import { pgliteOptionsFor } from './changed-files-sync.ts';
+import { pgliteOptionsFor } from './pglite-options.ts';
 
 /** Creates the app's database worker: `() => new Worker(new URL('./db-worker.js', import.meta.url), { type: 'module' })`. */
 export type DatabaseWorkerFactory = () => Worker;

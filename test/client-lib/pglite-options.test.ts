@@ -1,0 +1,59 @@
+/**
+ * The options every device database opens with (client-lib storage/pglite-options.ts): the
+ * IndexedDB file system where it applies, and the device's start-up parameters, seen from inside
+ * the databases the client opens.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { test } from 'node:test';
+import { IdbFs, MemoryFS, PGlite } from '@electric-sql/pglite';
+import { pgliteOptionsFor } from '../../client-lib/src/storage/pglite-options.ts';
+import { openDeviceDb, tempDataDir } from './support.ts';
+
+test('an idb:// database gets the gated IndexedDB file system; an app’s own fs and other data dirs are left as they are', () => {
+  const idb = pgliteOptionsFor('idb://fieldchart-app').fs;
+  assert.ok(idb instanceof IdbFs);
+  // The gate replaces the instance's sync (the class's own stays PGlite's).
+  assert.ok(Object.hasOwn(idb, 'syncToFs') && Object.hasOwn(idb, 'initialSyncFs'));
+  const own = new MemoryFS();
+  assert.equal(pgliteOptionsFor('idb://fieldchart-app', { fs: own }).fs, own);
+  assert.equal(Object.hasOwn(own, 'syncToFs'), false);
+  assert.equal(pgliteOptionsFor('memory://').fs, undefined);
+  assert.equal(pgliteOptionsFor('/var/lib/app').fs, undefined);
+});
+
+test('every device database starts with PGlite’s own parameters and 16 MB of shared buffers', () => {
+  for (const dir of ['memory://', 'idb://fieldchart-app', '/var/lib/app']) {
+    const { startParams } = pgliteOptionsFor(dir);
+    assert.deepEqual(startParams.slice(0, PGlite.defaultStartParams.length), PGlite.defaultStartParams, dir);
+    assert.deepEqual(startParams.slice(PGlite.defaultStartParams.length), ['-c', 'shared_buffers=16MB'], dir);
+  }
+});
+
+test('a device database opened by the client, in memory or in a directory and reopened, runs with them and keeps its rows', async () => {
+  const setting = async (db: Awaited<ReturnType<typeof openDeviceDb>>) =>
+    (await db.query<{ shared_buffers: string }>("select current_setting('shared_buffers') as shared_buffers"))[0]?.shared_buffers;
+  const memory = await openDeviceDb('memory://');
+  try {
+    assert.equal(await setting(memory), '16MB');
+  } finally {
+    await memory.close();
+  }
+  const dir = tempDataDir();
+  try {
+    const first = await openDeviceDb(dir);
+    assert.equal(await setting(first), '16MB');
+    await first.query('create table kept (n int)');
+    await first.query('insert into kept select generate_series(1, 5000)');
+    await first.close();
+    const again = await openDeviceDb(dir);
+    try {
+      assert.equal(await setting(again), '16MB');
+      assert.deepEqual(await again.query('select count(*)::int as n from kept'), [{ n: 5000 }]);
+    } finally {
+      await again.close();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
