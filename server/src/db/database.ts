@@ -19,7 +19,16 @@ export type Schema = typeof schema;
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
 
 export type DatabaseTarget =
-  | { readonly kind: 'pglite'; readonly dataDir: string; readonly loadDataDir?: Blob }
+  | {
+      readonly kind: 'pglite';
+      readonly dataDir: string;
+      readonly loadDataDir?: Blob;
+      /**
+       * PostgreSQL's `shared_buffers`; PGlite's own 128 MB where absent (the server). PGlite
+       * zeroes them at every start, so a one-shot open (a CLI command) asks for less.
+       */
+      readonly sharedBuffers?: string;
+    }
   | { readonly kind: 'postgres'; readonly url: string; readonly poolSize?: number };
 
 export interface Database {
@@ -56,6 +65,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     const pglite = await PgliteThread.create({
       dataDir: target.dataDir,
       ...(target.loadDataDir ? { loadDataDir: target.loadDataDir } : {}),
+      ...(target.sharedBuffers ? { sharedBuffers: target.sharedBuffers } : {}),
     });
     const db = drizzlePglite({ client: pglite as unknown as PGlite, schema }) as unknown as Db;
     return {

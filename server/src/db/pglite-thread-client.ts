@@ -101,9 +101,13 @@ export class PgliteThread implements EmbeddedPglite {
     this.#worker = worker;
   }
 
-  static async create(target: { dataDir: string; loadDataDir?: Blob }): Promise<PgliteThread> {
+  static async create(target: { dataDir: string; loadDataDir?: Blob; sharedBuffers?: string }): Promise<PgliteThread> {
     const loadDataDir = target.loadDataDir ? await target.loadDataDir.arrayBuffer() : undefined;
-    const worker = await startWorker({ dataDir: target.dataDir, ...(loadDataDir ? { loadDataDir } : {}) });
+    const worker = await startWorker({
+      dataDir: target.dataDir,
+      ...(loadDataDir ? { loadDataDir } : {}),
+      ...(target.sharedBuffers ? { sharedBuffers: target.sharedBuffers } : {}),
+    });
     const thread = new PgliteThread(worker);
     const ready = new Promise<void>((resolve, reject) => {
       worker.on('message', (m: ThreadMessage) => {

@@ -10,6 +10,8 @@ export interface ThreadInit {
   readonly dataDir: string;
   /** A data-dir archive (PGlite's `loadDataDir`), transferred rather than copied. */
   readonly loadDataDir?: ArrayBuffer;
+  /** PostgreSQL's `shared_buffers` (`16MB`); PGlite's own (128 MB) where absent. */
+  readonly sharedBuffers?: string;
 }
 
 interface QueryShape {

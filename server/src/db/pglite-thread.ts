@@ -41,6 +41,7 @@ let pglite: PGlite;
 try {
   pglite = await PGlite.create({
     dataDir: init.dataDir,
+    ...(init.sharedBuffers ? { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${init.sharedBuffers}`] } : {}),
     ...(init.loadDataDir ? { loadDataDir: new Blob([init.loadDataDir]) } : {}),
   });
 } catch (err) {
