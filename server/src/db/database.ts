@@ -62,11 +62,8 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   if (target.kind === 'pglite') {
     if (!target.dataDir.startsWith('memory://')) await fs.mkdir(target.dataDir, { recursive: true });
     // Off the event loop: PGlite runs each statement synchronously (issue 15).
-    const pglite = await PgliteThread.create({
-      dataDir: target.dataDir,
-      ...(target.loadDataDir ? { loadDataDir: target.loadDataDir } : {}),
-      ...(target.sharedBuffers ? { sharedBuffers: target.sharedBuffers } : {}),
-    });
+    const { kind: _pglite, ...where } = target;
+    const pglite = await PgliteThread.create(where);
     const db = drizzlePglite({ client: pglite as unknown as PGlite, schema }) as unknown as Db;
     return {
       kind: 'pglite',

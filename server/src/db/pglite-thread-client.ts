@@ -101,13 +101,10 @@ export class PgliteThread implements EmbeddedPglite {
     this.#worker = worker;
   }
 
-  static async create(target: { dataDir: string; loadDataDir?: Blob; sharedBuffers?: string }): Promise<PgliteThread> {
-    const loadDataDir = target.loadDataDir ? await target.loadDataDir.arrayBuffer() : undefined;
-    const worker = await startWorker({
-      dataDir: target.dataDir,
-      ...(loadDataDir ? { loadDataDir } : {}),
-      ...(target.sharedBuffers ? { sharedBuffers: target.sharedBuffers } : {}),
-    });
+  /** The thread's init as the caller has it, the archive as a Blob (read here, then transferred). */
+  static async create(target: Omit<ThreadInit, 'loadDataDir'> & { readonly loadDataDir?: Blob }): Promise<PgliteThread> {
+    const { loadDataDir, ...init } = target;
+    const worker = await startWorker({ ...init, ...(loadDataDir ? { loadDataDir: await loadDataDir.arrayBuffer() } : {}) });
     const thread = new PgliteThread(worker);
     const ready = new Promise<void>((resolve, reject) => {
       worker.on('message', (m: ThreadMessage) => {
