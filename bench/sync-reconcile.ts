@@ -11,8 +11,14 @@
  * complete (one mutation each) and visit.mileage; one patient.create per ten mutations.
  * Visits are seeded fresh for every phase (a clinician of its own, PHI sealed).
  *
+ * Beside the time to the last answer, the time to the `synced` that covers the last mutation
+ * (`to synced`): the device then holds the server's copy of every row it wrote.
+ *
  * Baselines in the same run: the floor — the rows the outbox creates written by one batched
- * INSERT per table in one transaction (no rules, no audit: `batched insert`) — and the same
+ * INSERT per table in one transaction, each table's rows as one jsonb parameter as the
+ * server's own batch writers send them (no rules, no audit: `batched insert`); beside it the
+ * same INSERTs as drizzle's multi-row VALUES (`batched VALUES`), the floor until stop 33, which
+ * spends about a second of server CPU on 10k rows' parameters — and the same
  * writes through the REST endpoints over HTTP keep-alive —
  * `rest×10` with ten connections (each owns a tenth of the visits, so a visit's events stay in
  * order) and, for 1k, `rest×1` one request at a time (an outbox drained over REST).
@@ -105,6 +111,12 @@ interface Drained {
   readonly acks: number;
   readonly rejects: number;
   readonly firstReject: string | null;
+  /**
+   * The sync drain: from hello to the `synced` whose acked_through covers the last mutation —
+   * the device then holds the server's copy of every row it wrote (what `whenSynced()` waits
+   * for) — where `ms` ends at the last answer.
+   */
+  readonly syncedMs?: number;
 }
 
 /** Hello with the device's cursor, then the outbox with at most the welcome's window unacknowledged; resolves on the last reply. */
@@ -145,12 +157,14 @@ async function drainOverSync(url: string, token: string, mutations: readonly Mut
         return true;
       });
     });
+    const caughtUp = peer.next('synced', (m) => (m.acked_through ?? 0) >= mutations.length, 180_000).then(() => performance.now() - started);
     const welcome = await peer.hello(token, first.cursor, peer.clientId, PROTOCOL);
     if (welcome.last_mutation_id !== 0) throw new Error(`a fresh device has last_mutation_id ${welcome.last_mutation_id}`);
     inFlight = welcome.max_in_flight ?? IN_FLIGHT_BEFORE_V3;
     for (let i = 0; i < inFlight; i++) sendNext();
     await done;
-    return { ms: performance.now() - started, acks, rejects, firstReject };
+    const ms = performance.now() - started;
+    return { ms, syncedMs: await caughtUp, acks, rejects, firstReject };
   } finally {
     peer.close();
   }
@@ -235,13 +249,16 @@ try {
       const b = await outbox(child, size);
       results.push({ size, path: 'rest×1', ...(await drainOverRest(api, b.token, b.mutations, 1)) });
     }
-    // The floor: the same rows written by one batched INSERT per table (no rules, no audit).
-    const d = await outbox(child, size);
-    const inserted = await withCpu(child, async () => {
-      const { ms } = await child.rpc('insert-rows', { userId: d.userId, mutations: d.mutations.map(({ name, args }) => ({ name, args })) });
-      return { ms, acks: 0, rejects: 0, firstReject: null };
-    });
-    results.push({ size, path: 'batched insert', ...inserted });
+    // The floor: the same rows written by one batched INSERT per table (no rules, no audit),
+    // as the server's batch writers send rows; drizzle's VALUES beside it, for the record.
+    for (const [via, path] of [['recordset', 'batched insert'], ['values', 'batched VALUES']] as const) {
+      const d = await outbox(child, size);
+      const inserted = await withCpu(child, async () => {
+        const { ms } = await child.rpc('insert-rows', { userId: d.userId, via, mutations: d.mutations.map(({ name, args }) => ({ name, args })) });
+        return { ms, acks: 0, rejects: 0, firstReject: null };
+      });
+      results.push({ size, path, ...inserted });
+    }
     const c = await outbox(child, size);
     const drain = () => withCpu(child, () => drainOverSync(s.syncUrl, c.token, c.mutations));
     results.push({ size, path: 'sync', ...(size === SIZES.at(-1) ? await profiled(child, `sync-reconcile-${s.backend}-${size}`, drain) : await drain()) });
@@ -251,7 +268,7 @@ try {
   const floorOf = (size: number) => results.find((r) => r.size === size && r.path === 'batched insert')?.ms ?? Number.NaN;
   console.log(
     table(
-      ['outbox', 'path', 'ms', 'mutations/s', `time vs rest×${REST_CONNECTIONS}`, 'time vs batched insert', 'server CPU ms', 'database CPU ms', 'device CPU ms', 'acks', 'rejects'],
+      ['outbox', 'path', 'ms', 'mutations/s', `time vs rest×${REST_CONNECTIONS}`, 'time vs batched insert', 'to synced ms', 'to synced vs batched insert', 'server CPU ms', 'database CPU ms', 'device CPU ms', 'acks', 'rejects'],
       results.map((r) => [
         String(r.size),
         r.path,
@@ -259,6 +276,8 @@ try {
         fmt((r.size / r.ms) * 1000, 0),
         ratio(r.ms, baseOf(r.size)),
         ratio(r.ms, floorOf(r.size)),
+        r.syncedMs === undefined ? '—' : fmt(r.syncedMs),
+        r.syncedMs === undefined ? '—' : ratio(r.syncedMs, floorOf(r.size)),
         r.serverCpuMs === undefined ? '—' : fmt(r.serverCpuMs, 0),
         r.databaseCpuMs == null ? '—' : fmt(r.databaseCpuMs, 0),
         r.deviceCpuMs === undefined ? '—' : fmt(r.deviceCpuMs, 0),
@@ -288,6 +307,8 @@ try {
         mutationsPerSec: Math.round((r.size / r.ms) * 1000),
         timeRatioToRest: Number((r.ms / baseOf(r.size)).toFixed(2)),
         timeRatioToBatchedInsert: Number((r.ms / floorOf(r.size)).toFixed(2)),
+        syncedMs: r.syncedMs === undefined ? null : Number(r.syncedMs.toFixed(1)),
+        syncedRatioToBatchedInsert: r.syncedMs === undefined ? null : Number((r.syncedMs / floorOf(r.size)).toFixed(2)),
         serverCpuMs: r.serverCpuMs === undefined ? null : Math.round(r.serverCpuMs),
         databaseCpuMs: r.databaseCpuMs == null ? null : Math.round(r.databaseCpuMs),
         deviceCpuMs: r.deviceCpuMs === undefined ? null : Math.round(r.deviceCpuMs),

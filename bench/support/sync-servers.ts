@@ -15,9 +15,11 @@ import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { Session } from 'node:inspector/promises';
-import { and, eq, gte, isNull, lte, sql } from 'drizzle-orm';
+import { and, eq, gte, isNull, lte, sql, type SQL } from 'drizzle-orm';
+import type { PgTable } from 'drizzle-orm/pg-core';
 import { patientReferrals, patients, soapNotes, timerEvents, visitMileage, visits } from '@fieldchart/schema/db';
 import { startServerPair } from './server-pair.ts';
+import { recordsetShape, type RecordsetRow } from '../../server/src/db/recordset.ts';
 import { sealPatient, openPatient } from '../../server/src/services/patients/patient-codec.ts';
 import { soapRecordOf, visitFieldsOf } from '../../server/src/services/visits/visit-records.ts';
 import { windowOf } from '../../server/src/services/sync/feed.ts';
@@ -58,11 +60,14 @@ export interface SyncRpc {
   /**
    * The reconcile baseline: the rows an outbox of mutations creates (timer events, each
    * visit's last mileage, patients sealed beforehand, their referrals) written with one
-   * batched INSERT per table (cut at 4,000 rows for the parameter limit) in one transaction;
-   * `ms` times that transaction only.
+   * batched INSERT per table in one transaction; `ms` times that transaction only. `via`:
+   * `recordset`, each table's rows as one jsonb parameter read by `jsonb_to_recordset` (how the
+   * server's own batch writers send rows: db/recordset.ts); `values`, drizzle's multi-row
+   * VALUES, one parameter per cell (cut at 4,000 rows for the parameter limit), which spends
+   * about a second of the server's CPU building and sending 10k rows' parameters.
    */
   'insert-rows': {
-    args: { userId: string; mutations: ReadonlyArray<{ name: string; args: Record<string, unknown> }> };
+    args: { userId: string; via: 'recordset' | 'values'; mutations: ReadonlyArray<{ name: string; args: Record<string, unknown> }> };
     result: { rows: number; ms: number };
   };
   /** The initial-sync baseline: the feed's rows for `userId` (all but the one organization_config row) read by plain selects (and, with `open`, decrypted). */
@@ -123,6 +128,17 @@ const chunks = <T>(list: readonly T[], size: number): T[][] => {
 };
 
 let session: Session | null = null;
+
+/** One INSERT of `rows` read from one jsonb parameter (db/recordset.ts), the floor's `recordset` way. */
+function insertRecordset<T extends PgTable, K extends keyof T['_']['columns'] & string>(table: T, keys: readonly K[], rows: ReadonlyArray<RecordsetRow<T, K>>): SQL {
+  const shape = recordsetShape(table, keys);
+  return sql`insert into ${table} (${shape.columns}) select ${shape.values} from ${shape.from(rows)}`;
+}
+// Every column the `values` way sets, so both ways write the same rows.
+const TIMER_EVENT_KEYS = ['visitId', 'ownerId', 'eventType', 'eventTime', 'latitude', 'longitude', 'accuracy', 'createdAt'] as const;
+const MILEAGE_KEYS = ['visitId', 'ownerId', 'totalMiles', 'travelMiles', 'onsiteMiles', 'recordedAt', 'createdAt', 'updatedAt'] as const;
+const PATIENT_KEYS = ['id', 'ownerId', 'firstNameEnc', 'lastNameEnc', 'emailEnc', 'phoneEnc', 'addressEnc', 'nameSearch', 'createdAt', 'updatedAt'] as const;
+const REFERRAL_KEYS = ['id', 'patientId', 'ownerId', 'status', 'discipline', 'diagnosisCodes', 'orderedFrequency', 'createdAt', 'updatedAt'] as const;
 
 const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<SyncRpc[K]['result']> } = {
   async 'seed-demo'() {
@@ -232,7 +248,7 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
     return { rows, ms: performance.now() - started, patientIds, visitIds };
   },
 
-  async 'insert-rows'({ userId, mutations }) {
+  async 'insert-rows'({ userId, via, mutations }) {
     const now = new Date();
     const events: Array<typeof timerEvents.$inferInsert> = [];
     const mileage = new Map<string, typeof visitMileage.$inferInsert>();
@@ -281,6 +297,13 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
     }
     const started = performance.now();
     await db.transaction(async (tx) => {
+      if (via === 'recordset') {
+        await tx.execute(insertRecordset(timerEvents, TIMER_EVENT_KEYS, events));
+        await tx.execute(insertRecordset(visitMileage, MILEAGE_KEYS, [...mileage.values()]));
+        await tx.execute(insertRecordset(patients, PATIENT_KEYS, patientRows));
+        await tx.execute(insertRecordset(patientReferrals, REFERRAL_KEYS, referralRows));
+        return;
+      }
       for (const part of chunks(events, 4000)) await tx.insert(timerEvents).values(part);
       for (const part of chunks([...mileage.values()], 4000)) await tx.insert(visitMileage).values(part);
       for (const part of chunks(patientRows, 4000)) await tx.insert(patients).values(part);
