@@ -34,8 +34,15 @@ function start(client: FieldchartClient): void {
   const signOut = el('sign-out') as HTMLButtonElement;
   let screen: VisitScreen | null = null;
   let showing: 'sign-in' | 'list' | 'visit' = 'list';
+  // Screens are read from the database before they are drawn, and a read may outlast the
+  // screen it was for: a list refresh that finishes after a tap on a visit must not draw the
+  // list over the visit (seen in the browser tests under load). Each route is a generation;
+  // a view draws only while its generation is the latest.
+  let generation = 0;
 
   async function route(): Promise<void> {
+    const mine = ++generation;
+    const current = () => mine === generation;
     screen?.close();
     screen = null;
     if (!client.sync.status.signedIn) {
@@ -49,17 +56,21 @@ function start(client: FieldchartClient): void {
     const visit = /^#\/visit\/([0-9a-f-]{36})$/.exec(location.hash)?.[1];
     if (visit) {
       showing = 'visit';
-      screen = await openVisitScreen(client, main, visit);
+      const opened = await openVisitScreen(client, main, visit, current);
+      // A later route began meanwhile: it did not know of this screen, so it is closed here.
+      if (current()) screen = opened;
+      else opened.close();
     } else {
       showing = 'list';
-      await renderVisitList(client, main);
+      await renderVisitList(client, main, current);
     }
   }
   const show = () => route().catch((err: unknown) => replace(main, h('p', { class: 'error', role: 'alert' }, messageOf(err))));
 
   // The list re-reads when sync brings or confirms something; a visit screen updates itself.
   const refreshList = debounce(() => {
-    if (showing === 'list') void renderVisitList(client, main).catch(() => undefined);
+    const mine = generation;
+    if (showing === 'list') void renderVisitList(client, main, () => mine === generation).catch(() => undefined);
   }, 150);
   client.sync.on('change', refreshList);
   client.sync.on('status', (s) => {

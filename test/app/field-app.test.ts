@@ -182,4 +182,59 @@ onEmbeddedBackend('the field app at /app in Chromium', (backend) => {
       await profile.close();
     }
   });
+
+  // A tap on a visit while the list re-reads once lost to the list: the list's read returns
+  // only once its sealed copy is stored (the first screen), which waits behind the device's
+  // other storage work; meanwhile the visit was drawn, and then the list over it (CI
+  // 2026-12-02, under load, right after sign-in). Here the first screen's sealing is held for
+  // three seconds (its WebCrypto call, picked out by its additional data) while a server change
+  // makes the list re-read and the visit is tapped: the visit must stay.
+  test('a visit tapped while the list re-reads stays on screen', TEST, async () => {
+    const today = isoDate(new Date());
+    const user = await utcClinician(server);
+    const patient = await createPatient(server, user, { referral: { discipline: 'PT' } });
+    const tapped = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: today, start_time: '09:00' });
+    const other = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: today, start_time: '11:00' });
+    const profile = await launchPersistent();
+    try {
+      await profile.context.addInitScript(() => {
+        const encrypt = SubtleCrypto.prototype.encrypt;
+        const w = window as unknown as { __holdFirstScreenMs?: number; __firstScreenHeld?: number };
+        SubtleCrypto.prototype.encrypt = async function (this: SubtleCrypto, algorithm, key, data) {
+          const ad = (algorithm as { additionalData?: BufferSource }).additionalData;
+          const bytes = ad instanceof ArrayBuffer ? new Uint8Array(ad) : ad ? new Uint8Array(ad.buffer, ad.byteOffset, ad.byteLength) : null;
+          if (w.__holdFirstScreenMs && bytes && new TextDecoder().decode(bytes).includes('first_screen')) {
+            w.__firstScreenHeld = (w.__firstScreenHeld ?? 0) + 1;
+            await new Promise((r) => setTimeout(r, w.__holdFirstScreenMs));
+          }
+          return encrypt.call(this, algorithm, key, data);
+        } as SubtleCrypto['encrypt'];
+      });
+      const page = await profile.context.newPage();
+      const pageErrors: string[] = [];
+      page.on('pageerror', (e) => pageErrors.push(e.message));
+      page.setDefaultTimeout(60_000);
+      await page.goto(`${server.url}/app/`);
+      await page.getByLabel('Email').fill(user.email);
+      await page.getByLabel('Password').fill(user.password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.locator(`#today [data-visit="${other}"]`).waitFor();
+      await page.evaluate(() => ((window as unknown as { __holdFirstScreenMs: number }).__holdFirstScreenMs = 3_000));
+      // A change from the server: the list re-reads, and its read waits on the held sealing.
+      const res = await server.api('PUT', `/visit/${other}/mileage`, { token: user.token, body: { total_miles: 12.5 } });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      await page.waitForFunction(() => ((window as unknown as { __firstScreenHeld?: number }).__firstScreenHeld ?? 0) > 0);
+      await page.locator(`[data-visit="${tapped}"] a`).click();
+      await page.locator('main[data-rendered="visit"] #visit-title').waitFor();
+      // Past the held sealing: the list's read has returned by then.
+      for (let waited = 0; waited < 4_000; waited += 250) {
+        await new Promise((r) => setTimeout(r, 250));
+        assert.equal(await page.locator('main').getAttribute('data-rendered'), 'visit', `the visit stays (${waited + 250} ms after it was drawn)`);
+      }
+      assert.ok(await page.locator('#visit-title').isVisible());
+      assert.deepEqual(pageErrors, [], 'no uncaught error in the app');
+    } finally {
+      await profile.close();
+    }
+  });
 });

@@ -101,9 +101,10 @@ export async function readVisitList(client: FieldchartClient): Promise<VisitList
  * when the device's data changes. The read is the client's first screen: kept (sealed) for the
  * next start, and kept up to date by the client after every write.
  */
-export async function renderVisitList(client: FieldchartClient, main: HTMLElement): Promise<void> {
+/** Reads the list and draws it, unless `current()` says another screen was asked for meanwhile. */
+export async function renderVisitList(client: FieldchartClient, main: HTMLElement, current: () => boolean): Promise<void> {
   const data = await client.firstScreen.read(() => readVisitList(client));
-  if (!data) return;
+  if (!data || !current()) return;
   showVisitList(main, data, client);
   startMark(VISIT_LIST_DB_MARK);
 }

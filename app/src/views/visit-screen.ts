@@ -27,8 +27,14 @@ function field(id: string, label: string, input: HTMLInputElement): HTMLElement 
 
 const milesInput = (name: string) => h('input', { name, type: 'number', inputmode: 'decimal', min: 0, max: 2000, step: 0.1 });
 
-export async function openVisitScreen(client: FieldchartClient, main: HTMLElement, uuid: string): Promise<VisitScreen> {
+/**
+ * Reads the visit and its draft, then draws the screen into `main` — unless `current()` says
+ * another screen was asked for meanwhile: then nothing is drawn, and the caller closes what
+ * this returns.
+ */
+export async function openVisitScreen(client: FieldchartClient, main: HTMLElement, uuid: string, current: () => boolean): Promise<VisitScreen> {
   const visit = await client.visits.get(uuid);
+  if (!current()) return { close() {} };
   if (!visit) {
     replace(main, h('p', { class: 'empty' }, 'This visit is not on this phone.'), h('a', { href: '#/' }, 'Back to visits'));
     return { close() {} };
@@ -151,6 +157,12 @@ export async function openVisitScreen(client: FieldchartClient, main: HTMLElemen
   }, 100);
   cleanups.push(client.sync.on('change', reload));
   cleanups.push(client.sync.on('ack', (a) => a.scheduleUuid === uuid && reload()));
+  const screen: VisitScreen = {
+    close() {
+      for (const c of cleanups) c();
+    },
+  };
+  if (!current()) return screen;
 
   replace(
     main,
@@ -172,12 +184,9 @@ export async function openVisitScreen(client: FieldchartClient, main: HTMLElemen
   );
   showVisit(visit);
   await refreshReceipt();
+  if (!current()) return screen;
   refreshGaps();
   main.setAttribute('data-rendered', 'visit');
   document.getElementById('visit-title')?.focus();
-  return {
-    close() {
-      for (const c of cleanups) c();
-    },
-  };
+  return screen;
 }
