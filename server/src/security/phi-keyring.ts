@@ -3,6 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { createOnce } from './key-file.ts';
+import { createRandomPool } from './random-pool.ts';
 
 /**
  * PHI at rest: AES-256-GCM under a key ring. Each value is stored as
@@ -60,11 +61,12 @@ export function createPhiKeyring(file: PhiKeyFile): PhiKeyring {
   if (!current) throw new Error(`PHI key ring: current key ${file.current} is not in the ring`);
   const indexKey = decodeKey(file.index_key, 'PHI index key');
   const token = (s: string) => createHmac('sha256', indexKey).update(s).digest('base64url').slice(0, 22);
+  const randomIv = createRandomPool();
 
   return {
     currentKeyId: file.current,
     encrypt(plaintext, aad) {
-      const iv = randomBytes(12);
+      const iv = randomIv(12);
       const cipher = createCipheriv('aes-256-gcm', current, iv);
       cipher.setAAD(Buffer.from(aad));
       const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final(), cipher.getAuthTag()]);
