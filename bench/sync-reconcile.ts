@@ -158,6 +158,8 @@ async function drainOverSync(url: string, token: string, mutations: readonly Mut
       });
     });
     const caughtUp = peer.next('synced', (m) => (m.acked_through ?? 0) >= mutations.length, 180_000).then(() => performance.now() - started);
+    // Awaited after the last answer; a drain that fails first must not leave it unhandled.
+    caughtUp.catch(() => {});
     const welcome = await peer.hello(token, first.cursor, peer.clientId, PROTOCOL);
     if (welcome.last_mutation_id !== 0) throw new Error(`a fresh device has last_mutation_id ${welcome.last_mutation_id}`);
     inFlight = welcome.max_in_flight ?? IN_FLIGHT_BEFORE_V3;

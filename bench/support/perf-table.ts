@@ -63,7 +63,8 @@ export function figuresOf(result: Json): Figure[] {
       const results = list(result.results);
       const floorOf = (n: unknown) => results.find((r) => r.mutations === n && r.path === 'batched insert');
       return results
-        .filter((r) => r.path !== 'batched insert')
+        // The floor, and drizzle's VALUES kept beside it for the record, are baselines, not paths.
+        .filter((r) => r.path !== 'batched insert' && r.path !== 'batched VALUES')
         .map((r) => {
           const floor = floorOf(r.mutations);
           return row(
