@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import { buildApp } from './app.ts';
 import { safeError } from './log-safety.ts';
@@ -42,6 +42,9 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
+/** A shutdown step slower than this is logged with its name (the whole stop has SHUTDOWN_GRACE_MS). */
+const SLOW_SHUTDOWN_STEP_MS = 2000;
+
 export interface RuntimeOptions {
   /** Listen on config.host:config.port (default true). */
   readonly listen?: boolean;
@@ -57,9 +60,16 @@ export interface RuntimeOptions {
  * job queue and worker, the HTTP server and the admin socket. `close()` undoes it in order.
  */
 export async function startRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
-  const cleanups: Array<() => Promise<void>> = [];
+  // Each step named, so that a shutdown that fails or drags says where (the log, once there is one).
+  const cleanups: Array<readonly [step: string, undo: () => Promise<void>]> = [];
+  let log: FastifyBaseLogger | null = null;
   const cleanup = async () => {
-    for (const fn of cleanups.reverse()) await fn().catch(() => {});
+    for (const [step, undo] of cleanups.reverse()) {
+      const started = performance.now();
+      await undo().catch((err: unknown) => log?.warn({ err: safeError(err), step }, 'shutdown step failed'));
+      const ms = Math.round(performance.now() - started);
+      if (ms >= SLOW_SHUTDOWN_STEP_MS) log?.warn({ step, ms }, 'shutdown step was slow');
+    }
   };
   try {
     const embedded = config.database.kind === 'pglite';
@@ -67,11 +77,11 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     if (embedded && !opts.database) {
       lock = await acquireLock(config.dataDir, { owner: 'server', adminSocket: adminSocketOf(config.dataDir) }, { waitMs: 10_000 });
       const held = lock;
-      cleanups.push(() => held.release());
+      cleanups.push(['data-dir lock', () => held.release()]);
     }
 
     const database = opts.database ?? (await openDatabase(config.database));
-    cleanups.push(() => database.close());
+    cleanups.push(['database', () => database.close()]);
     await applyMigrations(database);
 
     if (database.pglite) {
@@ -80,7 +90,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     }
     if (config.limits.passwordHashConcurrency > 0) limitPasswordHashing(config.limits.passwordHashConcurrency);
     const built = await buildServices(config, database.db, opts);
-    cleanups.push(async () => built.close());
+    cleanups.push(['services', async () => built.close()]);
     const { services } = built;
 
     let worker: Worker | null = null;
@@ -95,11 +105,12 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       sync: { notifications: notificationsOf(database), clock: opts.clock ?? systemClock, oneSession: database.kind === 'pglite', planned: database.planned },
       ...(metrics ? { metrics } : {}),
     });
+    log = app.log;
     await app.syncHub?.start();
-    cleanups.push(() => app.close());
+    cleanups.push(['http and sync', () => app.close()]);
 
     const pool: pg.Pool = openJobQueuePool(config, database, config.worker.concurrency + 2);
-    cleanups.push(() => pool.end());
+    cleanups.push(['job queue pool', () => pool.end()]);
     metrics?.watchJobPool(pool);
     await prepareJobQueue(pool, {
       onError: (err) => app.log.error({ err: safeError(err) }, 'job queue connection error'),
@@ -119,7 +130,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
             })
           : null;
       if (liveness) {
-        cleanups.push(() => liveness.close());
+        cleanups.push(['worker liveness', () => liveness.close()]);
         const released = await liveness.sweep();
         if (released > 0) app.log.warn({ workers: released }, 'released the jobs of dead workers');
       }
@@ -128,10 +139,12 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
         services,
         concurrency: config.worker.concurrency,
         log: app.log,
+        // Half the shutdown's grace: the HTTP server, the pools and the database close after it.
+        stopWithinMs: Math.floor(config.shutdownGraceMs / 2),
         ...(liveness ? { events: liveness.events } : {}),
       });
       const w = worker;
-      cleanups.push(() => w.stop());
+      cleanups.push(['job worker', () => w.stop()]);
     }
 
     let url: string | null = null;
@@ -145,7 +158,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     if (metrics && config.metrics.listen && opts.listen !== false) {
       const listener = await startMetricsListener(metrics, config.metrics.listen.host, config.metrics.listen.port);
       metricsUrl = listener.url;
-      cleanups.push(() => listener.close());
+      cleanups.push(['metrics listener', () => listener.close()]);
     }
 
     let inboundSmtp: InboundSmtp | null = null;
@@ -159,7 +172,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
         log: app.log,
       });
       inboundSmtp = started;
-      cleanups.push(() => started.close());
+      cleanups.push(['inbound smtp', () => started.close()]);
     }
 
     // Statistics the embedded database has no autovacuum to keep: refreshed after boot (not
@@ -172,12 +185,12 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
         GROWTH_CHECK_MS,
       );
       growth.unref();
-      cleanups.push(async () => clearInterval(growth));
+      cleanups.push(['growth check', async () => clearInterval(growth)]);
     }
 
     if (lock) {
       const admin = await startAdminSocket(adminSocketOf(config.dataDir), operationContext(services, database), app.log);
-      cleanups.push(() => admin.close());
+      cleanups.push(['admin socket', () => admin.close()]);
     }
 
     let closing: Promise<void> | null = null;

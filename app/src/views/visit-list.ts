@@ -97,11 +97,11 @@ export async function readVisitList(client: FieldchartClient): Promise<VisitList
 }
 
 /**
- * Reads the list from the device database and renders it into `main`; re-rendered by the caller
- * when the device's data changes. The read is the client's first screen: kept (sealed) for the
- * next start, and kept up to date by the client after every write.
+ * Reads the list from the device database and renders it into `main`, unless `current()` says
+ * another screen was asked for meanwhile; re-rendered by the caller when the device's data
+ * changes. The read is the client's first screen: kept (sealed) for the next start, and kept up
+ * to date by the client after every write.
  */
-/** Reads the list and draws it, unless `current()` says another screen was asked for meanwhile. */
 export async function renderVisitList(client: FieldchartClient, main: HTMLElement, current: () => boolean): Promise<void> {
   const data = await client.firstScreen.read(() => readVisitList(client));
   if (!data || !current()) return;

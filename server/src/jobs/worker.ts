@@ -1,4 +1,5 @@
-import { Logger, run, runMigrations, type Runner, type Task, type TaskList } from 'graphile-worker';
+import { EventEmitter } from 'node:events';
+import { Logger, run, runMigrations, type Runner, type Task, type TaskList, type WorkerPool } from 'graphile-worker';
 import type { Pool } from 'pg';
 import type { FastifyBaseLogger } from 'fastify';
 import { redactText, safeError } from '../log-safety.ts';
@@ -57,7 +58,15 @@ export async function startWorker(opts: {
   log: FastifyBaseLogger;
   /** graphile-worker's events (worker-liveness.ts records worker ids from them). */
   events?: import('node:events').EventEmitter;
+  /**
+   * How long `stop()` may take. Running jobs are asked to stop (their abort signal) halfway;
+   * one still running at the end is failed, to be retried on this or another node, so that a
+   * job waiting on a stalled outside service (SMTP, push) cannot hold the shutdown past its
+   * grace. Default 8 s.
+   */
+  stopWithinMs?: number;
 }): Promise<Worker> {
+  const stopWithinMs = opts.stopWithinMs ?? 8000;
   const taskList: TaskList = {};
   for (const name of Object.keys(handlers) as TaskName[]) {
     const task: Task = async (payload, helpers) => {
@@ -68,15 +77,22 @@ export async function startWorker(opts: {
     taskList[name] = task;
   }
   retryJobQueueWritesWhileDatabaseAway();
+  // The runner's own pools, for failing their jobs when a stop runs out of time: once a graceful
+  // stop has begun, the runner's `kill()` finds its pool inactive and does nothing.
+  const events = opts.events ?? new EventEmitter();
+  const pools = new Set<WorkerPool>();
+  const onPool = ({ workerPool }: { workerPool: WorkerPool }) => pools.add(workerPool);
+  events.on('pool:create', onPool);
   let runner: Runner | null = await run({
     pgPool: opts.pgPool,
     taskList,
     concurrency: opts.concurrency,
     noHandleSignals: true,
     pollInterval: 2000,
+    gracefulShutdownAbortTimeout: Math.floor(stopWithinMs / 2),
     logger: workerLogger(opts.log),
     crontab: '17 * * * * cleanup_expired ?max=1',
-    ...(opts.events ? { events: opts.events as NonNullable<Parameters<typeof run>[0]['events']> } : {}),
+    events: events as NonNullable<Parameters<typeof run>[0]['events']>,
   });
   let stopped = false;
   void runner.promise.then(
@@ -94,7 +110,19 @@ export async function startWorker(opts: {
       if (!runner) return;
       const r = runner;
       runner = null;
-      await r.stop();
+      const graceful = r.stop().then(() => true);
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), stopWithinMs);
+      });
+      const done = await Promise.race([graceful, late]);
+      clearTimeout(timer);
+      events.off('pool:create', onPool);
+      if (done) return;
+      opts.log.warn({ within_ms: stopWithinMs }, 'job worker: jobs still running when the stop ran out of time; failed, to be retried');
+      // graphile-worker's forceful shutdown records each running job as a failed attempt and
+      // unlocks it (its retry schedule applies); the job's promise is abandoned.
+      await Promise.allSettled([...pools].map((pool) => pool.forcefulShutdown('the server is shutting down')));
     },
   };
 }

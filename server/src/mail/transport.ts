@@ -13,10 +13,15 @@ export interface OutgoingMail {
 
 export interface MailTransport {
   readonly kind: 'smtp' | 'file';
-  /** Delivers one message; answers where it went (a Message-ID, or the .eml path). */
-  send(mail: OutgoingMail): Promise<{ messageId: string; storedAs: string | null }>;
+  /**
+   * Delivers one message; answers where it went (a Message-ID, or the .eml path). An abort of
+   * `signal` (the job's, at shutdown) closes the SMTP connection and rejects: nothing was sent.
+   */
+  send(mail: OutgoingMail, signal?: AbortSignal): Promise<{ messageId: string; storedAs: string | null }>;
   close(): void;
 }
+
+const SMTP_TIMEOUTS = { connectionTimeout: 15_000, greetingTimeout: 15_000, socketTimeout: 60_000 };
 
 /**
  * SMTP_URL set: nodemailer over SMTP. Unset: nodemailer renders the same RFC 5322 message
@@ -24,11 +29,20 @@ export interface MailTransport {
  */
 export function createMailTransport(opts: { smtpUrl: string | null; from: string; dataDir: string }): MailTransport {
   if (opts.smtpUrl) {
-    const transporter = nodemailer.createTransport(opts.smtpUrl);
+    // nodemailer waits 2 min for a connection, 30 s for the greeting and 10 min on a silent
+    // socket: a stalled relay would hold a worker slot that long. The URL's own options win.
+    const transporter = nodemailer.createTransport({ url: opts.smtpUrl, ...SMTP_TIMEOUTS });
     return {
       kind: 'smtp',
-      async send(mail) {
-        const info = await transporter.sendMail({ from: opts.from, to: mail.to, subject: mail.subject, text: mail.text, ...(mail.replyTo ? { replyTo: mail.replyTo } : {}) });
+      async send(mail, signal) {
+        const info = await transporter.sendMail({
+          from: opts.from,
+          to: mail.to,
+          subject: mail.subject,
+          text: mail.text,
+          ...(mail.replyTo ? { replyTo: mail.replyTo } : {}),
+          ...(signal ? { signal } : {}),
+        });
         return { messageId: String(info.messageId), storedAs: null };
       },
       close: () => transporter.close(),

@@ -90,14 +90,17 @@ export function createMailOutbox(deps: { db: Db; transport: MailTransport; clock
       return id;
     },
 
-    /** The send_mail task. Safe to run twice: a sent row is left alone. */
-    async deliver(mailId: string): Promise<'sent' | 'already_sent' | 'missing'> {
+    /**
+     * The send_mail task. Safe to run twice: a sent row is left alone. `signal`: the job's,
+     * aborted at shutdown; the send is then a failed try, retried later.
+     */
+    async deliver(mailId: string, signal?: AbortSignal): Promise<'sent' | 'already_sent' | 'missing'> {
       const [row] = await deps.db.select().from(mailOutbox).where(eq(mailOutbox.id, mailId));
       if (!row) return 'missing';
       if (row.status === 'sent' || (row.textBody === null && row.phiEnc === null)) return 'already_sent';
       const parts: SealedParts = row.phiEnc ? openParts(row.id, row.phiEnc) : { to: row.toAddress, subject: row.subject, text: row.textBody ?? '' };
       try {
-        const result = await deps.transport.send({ id: row.id, to: parts.to, subject: parts.subject, text: parts.text, replyTo: row.replyTo ?? undefined });
+        const result = await deps.transport.send({ id: row.id, to: parts.to, subject: parts.subject, text: parts.text, replyTo: row.replyTo ?? undefined }, signal);
         await deps.db
           .update(mailOutbox)
           .set({

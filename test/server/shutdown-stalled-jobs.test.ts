@@ -1,0 +1,119 @@
+/**
+ * A shutdown while a job waits on an outside service that stopped answering. The server's stop
+ * has SHUTDOWN_GRACE_MS; after it, `npm start` exits 1 without closing its database. So a
+ * job's wait must not outlast it: the send_mail job gives up its SMTP connection when its abort
+ * signal fires, and the worker fails any job still running at the end of its share of the grace
+ * (jobs/worker.ts). Either way the mail is kept and the job retried: nothing is lost.
+ */
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { test } from 'node:test';
+import { startWorker } from '../../server/src/jobs/worker.ts';
+import { openJobQueuePool } from '../../server/src/jobs/job-queue-pool.ts';
+import type { Services } from '@fieldchart/server';
+import { forEachBackend } from '../helpers/backends.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { newAccount, startTestServer } from '../helpers/test-server.ts';
+
+/** An SMTP relay that accepts connections and never says a word. */
+async function startSilentRelay(): Promise<{ url: string; connections: () => number; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  let connections = 0;
+  const server = net.createServer((socket) => {
+    connections++;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    connections: () => connections,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+interface JobRow {
+  attempts: number;
+  locked_at: string | null;
+  last_error: string | null;
+}
+
+forEachBackend('shutdown with a job stalled on an outside service', (backend) => {
+  test('a mail stalled on a silent SMTP relay: the stop ends within its grace, the mail kept and its job retried', async () => {
+    const relay = await startSilentRelay();
+    const graceMs = 4000;
+    const server = await startTestServer(backend, { env: { SMTP_URL: relay.url, SHUTDOWN_GRACE_MS: String(graceMs) } });
+    let closed = false;
+    try {
+      const account = newAccount();
+      assert.equal((await server.api('POST', '/register', { body: account })).status, 200);
+      assert.equal((await server.api('POST', '/forgot-password/send-otp', { body: { email: account.email } })).status, 200);
+      // The reset code's mail job is on the relay's line, waiting for a greeting.
+      await eventually(() => assert.ok(relay.connections() > 0, 'the send_mail job reached the relay'), { timeoutMs: 20_000 });
+      const started = performance.now();
+      await server.runtime.close();
+      closed = true;
+      const ms = performance.now() - started;
+      assert.ok(ms < graceMs, `the stop took ${ms.toFixed(0)} ms, more than its ${graceMs} ms grace`);
+      // The embedded database closed with the server; its rows are read on PostgreSQL.
+      if (server.db.url) {
+        const { default: pg } = await import('pg');
+        const client = new pg.Client({ connectionString: server.db.url });
+        await client.connect();
+        try {
+          const jobs = await client.query<JobRow>(`select attempts, locked_at, last_error from graphile_worker.jobs where task_identifier = 'send_mail'`);
+          assert.equal(jobs.rows.length, 1, 'the job is kept');
+          const [job] = jobs.rows as [JobRow];
+          assert.equal(job.attempts, 1);
+          assert.equal(job.locked_at, null, 'released: another node, or this one restarted, retries it');
+          assert.ok(job.last_error, 'the try is recorded as failed');
+          const mails = await client.query<{ status: string; kept: boolean; attempts: number }>(
+            `select status, (text_body is not null or phi_enc is not null) as kept, attempts from mail_outbox`,
+          );
+          assert.deepEqual(mails.rows, [{ status: 'retrying', kept: true, attempts: 1 }], 'the message is kept for the next try');
+        } finally {
+          await client.end();
+        }
+      }
+    } finally {
+      if (!closed) await server.runtime.close();
+      await server.db.drop().catch(() => {});
+      await server.mail.close();
+      await relay.close();
+    }
+  });
+
+  test('a job that ignores its abort signal is failed at the end of the stop, and released for a retry', async () => {
+    const server = await startTestServer(backend, { env: { WORKER_ENABLED: 'false' } });
+    const pool = openJobQueuePool(server.config, server.runtime.database, 3);
+    pool.on('error', () => {});
+    let running = false;
+    // A stand-in for a service whose call never returns and knows nothing of signals.
+    const services = { mail: { deliver: () => ((running = true), new Promise<never>(() => {})) } } as unknown as Services;
+    const stopWithinMs = 1500;
+    const worker = await startWorker({ pgPool: pool, services, concurrency: 1, log: server.runtime.app.log, stopWithinMs });
+    try {
+      await pool.query(`select graphile_worker.add_job('send_mail', json_build_object('mail_id', gen_random_uuid()))`);
+      await eventually(() => assert.ok(running, 'the job is running'), { timeoutMs: 20_000 });
+      const started = performance.now();
+      await worker.stop();
+      const ms = performance.now() - started;
+      assert.ok(ms >= stopWithinMs * 0.5 && ms < stopWithinMs + 1500, `the stop took ${ms.toFixed(0)} ms (aim ${stopWithinMs} ms)`);
+      const { rows } = await pool.query<JobRow>(`select attempts, locked_at, last_error from graphile_worker.jobs where task_identifier = 'send_mail'`);
+      assert.equal(rows.length, 1, 'the job is kept');
+      const [job] = rows as [JobRow];
+      assert.equal(job.attempts, 1);
+      assert.equal(job.locked_at, null, 'released for a retry');
+      assert.ok(job.last_error);
+    } finally {
+      await worker.stop();
+      await pool.end();
+      await server.close();
+    }
+  });
+});
