@@ -74,6 +74,8 @@ export async function startWorkerNode(config: Config): Promise<WorkerNode> {
       services: built.services,
       concurrency: config.worker.concurrency,
       log,
+      // Most of the grace: a worker node has nothing else to stop but its pools and database.
+      stopWithinMs: Math.floor(config.shutdownGraceMs * 0.8),
       ...(liveness ? { events: liveness.events } : {}),
     });
     cleanups.push(() => worker.stop());
