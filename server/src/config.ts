@@ -102,6 +102,7 @@ const envSchema = z.object({
   APPLE_IAP_API_URL: z.url().optional(),
   APPLE_ROOT_CERTS_DIR: z.string().min(1).optional(),
   APPLE_IAP_ONLINE_CHECKS: bool(true),
+  STORE_TIMEOUT_MS: int(15_000, 100),
   GOOGLE_PLAY_SERVICE_ACCOUNT_JSON: z.string().min(1).optional(),
   GOOGLE_PLAY_PACKAGE_NAME: z.string().min(1).optional(),
   GOOGLE_PLAY_API_URL: z.url().default('https://androidpublisher.googleapis.com'),
@@ -162,6 +163,8 @@ export interface AppleIapConfig {
   readonly rootCertsDir: string | null;
   /** OCSP revocation checks of the signing chain (needs Apple's OCSP responder). */
   readonly onlineChecks: boolean;
+  /** How long one App Store Server API request may take (STORE_TIMEOUT_MS), then `store_unavailable`. */
+  readonly timeoutMs: number;
 }
 
 export interface GooglePlayConfig {
@@ -174,6 +177,8 @@ export interface GooglePlayConfig {
   readonly pushAudience: string | null;
   /** Expected `email` of the push token (the push subscription's service account); null: any Google-signed token for the audience. */
   readonly pushServiceAccount: string | null;
+  /** How long one token exchange or Android Publisher request may take (STORE_TIMEOUT_MS), then `store_unavailable`. */
+  readonly timeoutMs: number;
 }
 
 export interface Config {
@@ -509,6 +514,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
           apiUrl: e.APPLE_IAP_API_URL?.replace(/\/+$/, '') ?? null,
           rootCertsDir: e.APPLE_ROOT_CERTS_DIR ?? null,
           onlineChecks: e.APPLE_IAP_ONLINE_CHECKS,
+          timeoutMs: e.STORE_TIMEOUT_MS,
         }
       : null,
     googlePlay: e.GOOGLE_PLAY_PACKAGE_NAME
@@ -519,6 +525,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
           tokenUrl: e.GOOGLE_PLAY_TOKEN_URL ?? serviceAccountTokenUri ?? 'https://oauth2.googleapis.com/token',
           pushAudience: e.GOOGLE_PUBSUB_AUDIENCE ?? null,
           pushServiceAccount: e.GOOGLE_PUBSUB_SERVICE_ACCOUNT ?? null,
+          timeoutMs: e.STORE_TIMEOUT_MS,
         }
       : null,
     messages: {

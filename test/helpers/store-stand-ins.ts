@@ -34,12 +34,17 @@ export const BUNDLE_ID = 'com.fieldchart.test';
 export const PACKAGE_NAME = 'com.fieldchart.android.test';
 export const APP_APPLE_ID = 1234567890;
 
-async function listen(handler: http.RequestListener): Promise<{ url: string; close(): Promise<void> }> {
-  const server = http.createServer(handler);
+/** A store's HTTP server; `stall(true)` makes it take requests and never answer (until closed). */
+async function listen(handler: http.RequestListener): Promise<{ url: string; stall(on: boolean): void; close(): Promise<void> }> {
+  let stalled = false;
+  const server = http.createServer((req, res) => {
+    if (!stalled) return handler(req, res);
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    stall: (on) => void (stalled = on),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -166,6 +171,8 @@ export interface AppleStandIn {
   notification(type: string, t: AppleTransaction, opts?: { uuid?: string; signedDate?: number; signer?: AppleChain; subtype?: string }): Promise<string>;
   /** Transaction lookups answered (authorised ones only). */
   lookups(): number;
+  /** While on, requests are taken and never answered (a stalled App Store). */
+  stall(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -229,6 +236,7 @@ export async function startAppleStandIn(): Promise<AppleStandIn> {
       });
     },
     lookups: () => lookups,
+    stall: server.stall,
     async close() {
       await server.close();
       fs.rmSync(chain.rootsDir, { recursive: true, force: true });
@@ -257,6 +265,8 @@ export interface GoogleStandIn {
   tokenExchanges(): number;
   /** subscriptionsv2.get calls answered. */
   lookups(): number;
+  /** While on, requests (token exchanges too) are taken and never answered (a stalled Google). */
+  stall(on: boolean): void;
   /** A Pub/Sub push body carrying a developer notification. */
   push(n: { purchaseToken: string; notificationType: number; messageId?: string; packageName?: string }): { message: { data: string; messageId: string; publishTime: string }; subscription: string };
   close(): Promise<void>;
@@ -338,6 +348,7 @@ export async function startGoogleStandIn(): Promise<GoogleStandIn> {
     acknowledged,
     tokenExchanges: () => exchanges,
     lookups: () => lookups,
+    stall: server.stall,
     push(n) {
       const data = {
         version: '1.0',

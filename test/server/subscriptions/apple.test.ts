@@ -16,13 +16,16 @@ import { memberOf, orgWithAdmin } from '../organizations/org-fixtures.ts';
 
 const DAY = 86_400_000;
 
+/** Short, so that the stalled-store test is quick; the answers of a working stand-in take milliseconds. */
+const STORE_TIMEOUT_MS = 2000;
+
 forEachBackend('subscriptions: App Store', (backend) => {
   let server: TestServer;
   let apple: AppleStandIn;
   let untrusted: AppleChain;
   before(async () => {
     [apple, untrusted] = await Promise.all([startAppleStandIn(), createAppleChain()]);
-    server = await startTestServer(backend, { env: apple.env });
+    server = await startTestServer(backend, { env: { ...apple.env, STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS) } });
   });
   after(async () => {
     await server?.close();
@@ -58,6 +61,26 @@ forEachBackend('subscriptions: App Store', (backend) => {
     // Sign-in's loginData says the same.
     const signIn = await server.api('POST', '/sign-in', { body: { email: u.email, password: u.password } });
     assert.equal(signIn.body.data.loginData.subscription_status, 'active');
+  });
+
+  test('a stalled App Store: 503 store_unavailable within STORE_TIMEOUT_MS, nothing granted; the same purchase verifies once it answers again', async () => {
+    const u = await registerUser(server);
+    const t = await purchase();
+    apple.stall(true);
+    let res;
+    const started = performance.now();
+    try {
+      res = await verify(u.token, t);
+    } finally {
+      apple.stall(false);
+    }
+    const ms = performance.now() - started;
+    assert.equal(res.status, 503, JSON.stringify(res.body));
+    assert.equal(res.body.code, 'store_unavailable');
+    assert.ok(ms >= STORE_TIMEOUT_MS * 0.9 && ms < STORE_TIMEOUT_MS + 3000, `answered after ${ms.toFixed(0)} ms`);
+    assert.equal((await status(u.token)).subscription_status, 'trial');
+    assert.equal((await verify(u.token, t)).status, 200);
+    assert.equal((await status(u.token)).subscription_status, 'active');
   });
 
   test('the same transaction again is 409, for the same user and for another one; nothing changes', async () => {

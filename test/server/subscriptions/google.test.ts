@@ -20,6 +20,9 @@ const DAY = 86_400_000;
 const PUSH_AUDIENCE = 'https://fieldchart.test/api/therapist/v1/subscription/notifications/google';
 const PUSH_ACCOUNT = 'pubsub-push@fieldchart-test.iam.gserviceaccount.com';
 
+/** Short, so that the stalled-store test is quick; the answers of a working stand-in take milliseconds. */
+const STORE_TIMEOUT_MS = 2000;
+
 forEachBackend('subscriptions: Google Play', (backend) => {
   let server: TestServer;
   let play: GoogleStandIn;
@@ -30,7 +33,7 @@ forEachBackend('subscriptions: Google Play', (backend) => {
     [play, oidc] = await Promise.all([startGoogleStandIn(), startIdProvider('google', PUSH_AUDIENCE)]);
     server = await startTestServer(backend, {
       clock,
-      env: { ...play.env, GOOGLE_JWKS_URL: oidc.jwksUrl, GOOGLE_PUBSUB_AUDIENCE: PUSH_AUDIENCE, GOOGLE_PUBSUB_SERVICE_ACCOUNT: PUSH_ACCOUNT },
+      env: { ...play.env, STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS), GOOGLE_JWKS_URL: oidc.jwksUrl, GOOGLE_PUBSUB_AUDIENCE: PUSH_AUDIENCE, GOOGLE_PUBSUB_SERVICE_ACCOUNT: PUSH_ACCOUNT },
     });
   });
   after(async () => {
@@ -100,6 +103,26 @@ forEachBackend('subscriptions: Google Play', (backend) => {
     assert.equal(play.acknowledged.filter((x) => x.endsWith(`/${t2}`)).length, 1);
     const bound = await server.runtime.database.db.select({ n: count() }).from(storePurchases).where(eq(storePurchases.storeKey, t2));
     assert.equal(Number(bound[0]?.n), 1);
+  });
+
+  test('a stalled Google: 503 store_unavailable within STORE_TIMEOUT_MS, nothing granted; the same purchase verifies once it answers again', async () => {
+    const u = await registerUser(server);
+    const t = purchase();
+    play.stall(true);
+    let res;
+    const started = performance.now();
+    try {
+      res = await verify(u.token, t);
+    } finally {
+      play.stall(false);
+    }
+    const ms = performance.now() - started;
+    assert.equal(res.status, 503, JSON.stringify(res.body));
+    assert.equal(res.body.code, 'store_unavailable');
+    assert.ok(ms >= STORE_TIMEOUT_MS * 0.9 && ms < STORE_TIMEOUT_MS + 3000, `answered after ${ms.toFixed(0)} ms`);
+    assert.equal((await status(u.token)).subscription_status, 'trial');
+    assert.equal((await verify(u.token, t)).status, 200);
+    assert.equal((await status(u.token)).subscription_status, 'active');
   });
 
   test('422: wrong product, expired, on hold, unknown token, missing token; nothing granted', async () => {

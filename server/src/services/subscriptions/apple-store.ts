@@ -16,15 +16,19 @@ import { invalidReceipt, storeUnavailable, type StoreSubscription } from './stor
 import { Unauthorized } from '../../errors.ts';
 
 /**
- * The library's client with one change: when APPLE_IAP_API_URL is set, requests go there
- * instead of Apple's production/sandbox hosts (the library fixes the host by environment and
- * has no option for it). Authentication, paths and response validation stay the library's.
+ * The library's client with two changes: each request has a deadline (STORE_TIMEOUT_MS; the
+ * library's own fetch has none, so a stalled App Store held the clinician's request for
+ * minutes), and with APPLE_IAP_API_URL set, requests go there instead of Apple's host for the
+ * environment (the library fixes the host and has no option for it). Authentication, paths and
+ * response validation stay the library's.
  */
 class AppStoreServerApi extends AppStoreServerAPIClient {
-  readonly #baseUrl: string | null;
+  readonly #baseUrl: string;
+  readonly #timeoutMs: number;
   constructor(c: AppleIapConfig, api: NonNullable<AppleIapConfig['api']>) {
     super(api.privateKey, api.keyId, api.issuerId, c.bundleId, c.environment === 'Sandbox' ? Environment.SANDBOX : Environment.PRODUCTION);
-    this.#baseUrl = c.apiUrl;
+    this.#baseUrl = c.apiUrl ?? (c.environment === 'Sandbox' ? APPLE_SANDBOX_URL : APPLE_PRODUCTION_URL);
+    this.#timeoutMs = c.timeoutMs;
   }
   protected override async makeFetchRequest(
     pathname: string,
@@ -33,11 +37,20 @@ class AppStoreServerApi extends AppStoreServerAPIClient {
     body: string | Buffer | undefined,
     headers: { [key: string]: string },
   ) {
-    if (this.#baseUrl === null) return super.makeFetchRequest(pathname, query, method, body, headers);
-    // The library reads only ok, status and json() of the answer, which both fetches share.
-    return (await fetch(`${this.#baseUrl}${pathname}?${query}`, { method, headers, ...(body !== undefined ? { body: typeof body === 'string' ? body : new Uint8Array(body) } : {}) })) as never;
+    // The library reads only ok, status and json() of the answer, which both fetches share; the
+    // signal bounds reading the body too.
+    return (await fetch(`${this.#baseUrl}${pathname}?${query}`, {
+      method,
+      headers,
+      signal: AbortSignal.timeout(this.#timeoutMs),
+      ...(body !== undefined ? { body: typeof body === 'string' ? body : new Uint8Array(body) } : {}),
+    })) as never;
   }
 }
+
+/** The App Store Server API's hosts (the library's, which it keeps private). */
+const APPLE_PRODUCTION_URL = 'https://api.storekit.apple.com';
+const APPLE_SANDBOX_URL = 'https://api.storekit-sandbox.apple.com';
 
 /** Trusted roots: every certificate file in APPLE_ROOT_CERTS_DIR (DER or PEM), else Apple Root CA - G3. */
 export function loadAppleRoots(dir: string | null): Buffer[] {

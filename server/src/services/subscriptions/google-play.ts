@@ -77,10 +77,12 @@ export function createGooglePlay(c: GooglePlayConfig, deps: { clock: Clock; jwks
           .setIssuedAt(now)
           .setExpirationTime(now + 3600)
           .sign(key);
+        // The signal bounds the answer's body too: a Google that stops mid-answer is unavailable.
         const res = await fetch(c.tokenUrl, {
           method: 'POST',
           headers: { 'content-type': 'application/x-www-form-urlencoded' },
           body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }),
+          signal: AbortSignal.timeout(c.timeoutMs),
         }).catch(() => null);
         if (!res?.ok) throw storeUnavailable('Google Play');
         const body = z.object({ access_token: z.string().min(1), expires_in: z.number().positive() }).safeParse(await res.json().catch(() => null));
@@ -98,7 +100,11 @@ export function createGooglePlay(c: GooglePlayConfig, deps: { clock: Clock; jwks
 
   async function call(url: string, init: RequestInit = {}): Promise<Response> {
     const token = await accessToken();
-    const res = await fetch(url, { ...init, headers: { ...init.headers, authorization: `Bearer ${token}`, accept: 'application/json' } }).catch(() => null);
+    const res = await fetch(url, {
+      ...init,
+      headers: { ...init.headers, authorization: `Bearer ${token}`, accept: 'application/json' },
+      signal: AbortSignal.timeout(c.timeoutMs),
+    }).catch(() => null);
     if (!res) throw storeUnavailable('Google Play');
     // Our token was refused (revoked key, clock): forget it so the next request exchanges anew.
     if (res.status === 401) cached = null;
