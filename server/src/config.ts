@@ -126,6 +126,7 @@ const envSchema = z.object({
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   S3_FORCE_PATH_STYLE: bool(false),
+  S3_TIMEOUT_MS: int(30_000, 100),
   VISIT_AUDIO_MAX_BYTES: int(50 * 1024 * 1024, 1),
   AI_AUDIO_MAX_BYTES: int(100 * 1024 * 1024, 1),
   AUDIO_MAX_DURATION_SECONDS: int(3600, 1),
@@ -295,6 +296,8 @@ export interface Config {
           readonly accessKeyId: string | null;
           readonly secretAccessKey: string | null;
           readonly forcePathStyle: boolean;
+          /** Connecting, and any silence of an open request (S3_TIMEOUT_MS): then the request fails. */
+          readonly timeoutMs: number;
         };
     /** Upload caps of the spec: POST /visit-audio-upload 50 MB, POST /ai/process-audio and tus 100 MB. */
     readonly visitAudioMaxBytes: number;
@@ -545,6 +548,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
               accessKeyId: e.S3_ACCESS_KEY_ID ?? null,
               secretAccessKey: e.S3_SECRET_ACCESS_KEY ?? null,
               forcePathStyle: e.S3_FORCE_PATH_STYLE,
+              timeoutMs: e.S3_TIMEOUT_MS,
             }
           : { kind: 'local' },
       visitAudioMaxBytes: e.VISIT_AUDIO_MAX_BYTES,

@@ -19,6 +19,8 @@ export interface S3StandIn {
   readonly calls: string[];
   /** Multipart uploads neither completed nor aborted. */
   readonly openUploads: () => number;
+  /** While on, requests are taken and never read nor answered (a store gone quiet). */
+  stall(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -40,7 +42,9 @@ export async function startS3StandIn(opts: { bucket?: string } = {}): Promise<S3
   const error = (res: http.ServerResponse, status: number, code: string) =>
     send(res, status, xml(`<Error><Code>${code}</Code><Message>${code}</Message><RequestId>stand-in</RequestId></Error>`));
 
+  let stalled = false;
   const server = http.createServer((req, res) => {
+    if (stalled) return;
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -120,6 +124,7 @@ export async function startS3StandIn(opts: { bucket?: string } = {}): Promise<S3
     objects,
     calls,
     openUploads: () => uploads.size,
+    stall: (on) => void (stalled = on),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -18,5 +18,5 @@ test('AUDIO_STORE=s3 needs S3_BUCKET; the key id and secret go together; a bad e
   assert.throws(() => loadConfig({ AUDIO_STORE: 's3', S3_BUCKET: 'b', S3_ENDPOINT: 'not a url' }), (e: Error) => e instanceof ConfigError && /S3_ENDPOINT/.test(e.message));
   assert.throws(() => loadConfig({ AUDIO_STORE: 'ftp' }), (e: Error) => e instanceof ConfigError && /AUDIO_STORE/.test(e.message));
   const c = loadConfig({ AUDIO_STORE: 's3', S3_BUCKET: 'b', S3_ENDPOINT: 'http://127.0.0.1:9000', S3_FORCE_PATH_STYLE: 'true' });
-  assert.deepEqual(c.audio.store, { kind: 's3', endpoint: 'http://127.0.0.1:9000', bucket: 'b', region: 'us-east-1', accessKeyId: null, secretAccessKey: null, forcePathStyle: true });
+  assert.deepEqual(c.audio.store, { kind: 's3', endpoint: 'http://127.0.0.1:9000', bucket: 'b', region: 'us-east-1', accessKeyId: null, secretAccessKey: null, forcePathStyle: true, timeoutMs: 30_000 });
 });

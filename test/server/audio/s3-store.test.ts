@@ -13,6 +13,9 @@ import { startS3StandIn, type S3StandIn } from '../../helpers/s3-stand-in.ts';
 import { startTestServer, type TestServer } from '../../helpers/test-server.ts';
 import { clinicianWithVisit, fileOf, filesUnder, speech, tempFile, upload } from './audio-fixtures.ts';
 
+/** Short, so that the quiet-store test is quick; the stand-in answers in milliseconds. */
+const S3_TIMEOUT_MS = 2000;
+
 forEachBackend('audio: S3-compatible store', (backend) => {
   let server: TestServer;
   let s3: S3StandIn;
@@ -28,6 +31,7 @@ forEachBackend('audio: S3-compatible store', (backend) => {
         S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
         S3_FORCE_PATH_STYLE: 'true',
         VISIT_AUDIO_MAX_BYTES: String(12 * 1024 * 1024),
+        S3_TIMEOUT_MS: String(S3_TIMEOUT_MS),
       },
     });
   });
@@ -64,6 +68,31 @@ forEachBackend('audio: S3-compatible store', (backend) => {
     assert.equal(del.status, 200);
     assert.ok((await server.runtime.services.audio.purgeDeleted()) >= 1);
     assert.equal(s3.objects.has(key), false);
+  });
+
+  test('a store gone quiet: the upload answers 503 after the SDK\'s tries of S3_TIMEOUT_MS each and records nothing; the same recording uploads once the store answers', async (t) => {
+    const { user, visit } = await clinicianWithVisit(server);
+    const file = tempFile('quiet.wav', fs.readFileSync(speech('wav')));
+    const objects = s3.objects.size;
+    s3.stall(true);
+    let res;
+    const started = performance.now();
+    try {
+      res = await upload(server, user.token, [fileOf(file), { name: 'schedule_uuid', value: visit }]);
+    } finally {
+      s3.stall(false);
+    }
+    const ms = performance.now() - started;
+    assert.equal(res.status, 503, JSON.stringify(res.body));
+    assert.equal(res.body.code, 'audio_store_unavailable');
+    // The SDK tries a request three times (its standard retries, with backoff), each attempt
+    // ending after S3_TIMEOUT_MS of silence; the clean-up is not waited for.
+    t.diagnostic(`answered after ${ms.toFixed(0)} ms`);
+    assert.ok(ms >= S3_TIMEOUT_MS * 0.9 && ms < 3 * S3_TIMEOUT_MS + 5000, `answered after ${ms.toFixed(0)} ms`);
+    assert.equal(s3.objects.size, objects);
+    const again = await upload(server, user.token, [fileOf(file), { name: 'schedule_uuid', value: visit }]);
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.equal(s3.objects.size, objects + 1);
   });
 
   test('over the cap: 413 and no object or open multipart upload is left', async () => {

@@ -10,7 +10,7 @@ import { audioDeletions, audioFiles, visits } from '@fieldchart/schema/db';
 import type { Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
-import { Invalid, NotFound, TooLarge } from '../../errors.ts';
+import { Invalid, NotFound, TooLarge, Unavailable } from '../../errors.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
 import { isUuid } from '../ids.ts';
@@ -172,8 +172,17 @@ export function createAudio(deps: AudioDeps) {
       gate.on('error', (err) => encrypted.destroy(err));
       await store.put(storageKey, input.source.pipe(gate).pipe(encrypted));
     } catch (err) {
-      await discard();
-      throw gate.failure ?? err;
+      if (gate.failure) {
+        await discard();
+        throw gate.failure;
+      }
+      // The upload itself was fine: the store failed it (unreachable, silent, refusing). The
+      // recording stays on the device, which sends it again. The clean-up goes to the same
+      // failing store, so the answer does not wait for it.
+      void discard();
+      throw Object.assign(new Unavailable('The audio store could not take the recording right now; try again shortly', 'audio_store_unavailable', { 'retry-after': '30' }), {
+        cause: err,
+      });
     }
     if (gate.failure || !gate.format) {
       await discard();

@@ -81,6 +81,10 @@ export function createS3ObjectStore(cfg: S3Config): ObjectStore {
         // work some S3-compatible servers reject.
         requestChecksumCalculation: 'WHEN_REQUIRED',
         responseChecksumValidation: 'WHEN_REQUIRED',
+        // The SDK waits for ever by default: a store that accepts a connection and goes quiet
+        // would hold an upload, or a job's read, as long. Silence, not duration, is bounded: a
+        // large object streams for as long as bytes keep moving.
+        requestHandler: { connectionTimeout: cfg.timeoutMs, socketTimeout: cfg.timeoutMs },
       }),
     })));
   return {
