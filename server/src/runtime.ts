@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import { buildApp } from './app.ts';
 import { safeError } from './log-safety.ts';
+import { shutdownSteps } from './shutdown-steps.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { adminSocketOf, startAdminSocket } from './admin/admin-socket.ts';
@@ -42,9 +43,6 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-/** A shutdown step slower than this is logged with its name (the whole stop has SHUTDOWN_GRACE_MS). */
-const SLOW_SHUTDOWN_STEP_MS = 2000;
-
 export interface RuntimeOptions {
   /** Listen on config.host:config.port (default true). */
   readonly listen?: boolean;
@@ -60,28 +58,20 @@ export interface RuntimeOptions {
  * job queue and worker, the HTTP server and the admin socket. `close()` undoes it in order.
  */
 export async function startRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
-  // Each step named, so that a shutdown that fails or drags says where (the log, once there is one).
-  const cleanups: Array<readonly [step: string, undo: () => Promise<void>]> = [];
   let log: FastifyBaseLogger | null = null;
-  const cleanup = async () => {
-    for (const [step, undo] of cleanups.reverse()) {
-      const started = performance.now();
-      await undo().catch((err: unknown) => log?.warn({ err: safeError(err), step }, 'shutdown step failed'));
-      const ms = Math.round(performance.now() - started);
-      if (ms >= SLOW_SHUTDOWN_STEP_MS) log?.warn({ step, ms }, 'shutdown step was slow');
-    }
-  };
+  // Each step named, so that a shutdown that fails or drags says where (the log, once there is one).
+  const cleanups = shutdownSteps(() => log);
   try {
     const embedded = config.database.kind === 'pglite';
     let lock: DataDirLock | null = null;
     if (embedded && !opts.database) {
       lock = await acquireLock(config.dataDir, { owner: 'server', adminSocket: adminSocketOf(config.dataDir) }, { waitMs: 10_000 });
       const held = lock;
-      cleanups.push(['data-dir lock', () => held.release()]);
+      cleanups.add('data-dir lock', () => held.release());
     }
 
     const database = opts.database ?? (await openDatabase(config.database));
-    cleanups.push(['database', () => database.close()]);
+    cleanups.add('database', () => database.close());
     await applyMigrations(database);
 
     if (database.pglite) {
@@ -90,7 +80,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     }
     if (config.limits.passwordHashConcurrency > 0) limitPasswordHashing(config.limits.passwordHashConcurrency);
     const built = await buildServices(config, database.db, opts);
-    cleanups.push(['services', async () => built.close()]);
+    cleanups.add('services', async () => built.close());
     const { services } = built;
 
     let worker: Worker | null = null;
@@ -107,10 +97,10 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     });
     log = app.log;
     await app.syncHub?.start();
-    cleanups.push(['http and sync', () => app.close()]);
+    cleanups.add('http and sync', () => app.close());
 
     const pool: pg.Pool = openJobQueuePool(config, database, config.worker.concurrency + 2);
-    cleanups.push(['job queue pool', () => pool.end()]);
+    cleanups.add('job queue pool', () => pool.end());
     metrics?.watchJobPool(pool);
     await prepareJobQueue(pool, {
       onError: (err) => app.log.error({ err: safeError(err) }, 'job queue connection error'),
@@ -130,7 +120,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
             })
           : null;
       if (liveness) {
-        cleanups.push(['worker liveness', () => liveness.close()]);
+        cleanups.add('worker liveness', () => liveness.close());
         const released = await liveness.sweep();
         if (released > 0) app.log.warn({ workers: released }, 'released the jobs of dead workers');
       }
@@ -144,7 +134,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
         ...(liveness ? { events: liveness.events } : {}),
       });
       const w = worker;
-      cleanups.push(['job worker', () => w.stop()]);
+      cleanups.add('job worker', () => w.stop());
     }
 
     let url: string | null = null;
@@ -158,7 +148,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     if (metrics && config.metrics.listen && opts.listen !== false) {
       const listener = await startMetricsListener(metrics, config.metrics.listen.host, config.metrics.listen.port);
       metricsUrl = listener.url;
-      cleanups.push(['metrics listener', () => listener.close()]);
+      cleanups.add('metrics listener', () => listener.close());
     }
 
     let inboundSmtp: InboundSmtp | null = null;
@@ -172,7 +162,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
         log: app.log,
       });
       inboundSmtp = started;
-      cleanups.push(['inbound smtp', () => started.close()]);
+      cleanups.add('inbound smtp', () => started.close());
     }
 
     // Statistics the embedded database has no autovacuum to keep: refreshed after boot (not
@@ -185,15 +175,14 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
         GROWTH_CHECK_MS,
       );
       growth.unref();
-      cleanups.push(['growth check', async () => clearInterval(growth)]);
+      cleanups.add('growth check', async () => clearInterval(growth));
     }
 
     if (lock) {
       const admin = await startAdminSocket(adminSocketOf(config.dataDir), operationContext(services, database), app.log);
-      cleanups.push(['admin socket', () => admin.close()]);
+      cleanups.add('admin socket', () => admin.close());
     }
 
-    let closing: Promise<void> | null = null;
     return {
       config,
       app,
@@ -204,10 +193,10 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       inboundSmtp,
       metrics,
       metricsUrl,
-      close: () => (closing ??= cleanup()),
+      close: () => cleanups.run(),
     };
   } catch (err) {
-    await cleanup();
+    await cleanups.run();
     throw err;
   }
 }

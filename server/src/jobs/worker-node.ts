@@ -13,6 +13,7 @@ import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { unlockDeadWorkers } from '../db/pglite-pg-pool.ts';
 import { safeError } from '../log-safety.ts';
+import { shutdownSteps } from '../shutdown-steps.ts';
 import { buildServices } from '../services/build.ts';
 import { openJobQueuePool, prepareJobQueue } from './job-queue-pool.ts';
 import { startWorker } from './worker.ts';
@@ -29,29 +30,26 @@ export interface WorkerNode {
 export async function startWorkerNode(config: Config): Promise<WorkerNode> {
   // The server's logger setup (pino through Fastify), without a server.
   const log = Fastify({ logger: { level: config.logLevel } }).log;
-  const cleanups: Array<() => Promise<void>> = [];
-  const cleanup = async () => {
-    for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => log.warn({ err: safeError(err) }, 'worker shutdown step failed'));
-  };
+  const cleanups = shutdownSteps(() => log);
   try {
     let lock: DataDirLock | null = null;
     if (config.database.kind === 'pglite') {
       lock = await acquireLock(config.dataDir, { owner: 'server', adminSocket: null });
       const held = lock;
-      cleanups.push(() => held.release());
+      cleanups.add('data-dir lock', () => held.release());
     }
     const database = await openDatabase(config.database);
-    cleanups.push(() => database.close());
+    cleanups.add('database', () => database.close());
     await applyMigrations(database);
     if (database.pglite) {
       const released = await unlockDeadWorkers(database.pglite);
       if (released > 0) log.warn({ jobs: released }, 'released the jobs of dead workers');
     }
     const built = await buildServices(config, database.db);
-    cleanups.push(async () => built.close());
+    cleanups.add('services', async () => built.close());
 
     const pool = openJobQueuePool(config, database, config.worker.concurrency + 2);
-    cleanups.push(() => pool.end());
+    cleanups.add('job queue pool', () => pool.end());
     await prepareJobQueue(pool, { onError: (err) => log.error({ err: safeError(err) }, 'job queue connection error'), log });
 
     const liveness =
@@ -65,7 +63,7 @@ export async function startWorkerNode(config: Config): Promise<WorkerNode> {
           })
         : null;
     if (liveness) {
-      cleanups.push(() => liveness.close());
+      cleanups.add('worker liveness', () => liveness.close());
       const released = await liveness.sweep();
       if (released > 0) log.warn({ workers: released }, 'released the jobs of dead workers');
     }
@@ -78,10 +76,9 @@ export async function startWorkerNode(config: Config): Promise<WorkerNode> {
       stopWithinMs: Math.floor(config.shutdownGraceMs * 0.8),
       ...(liveness ? { events: liveness.events } : {}),
     });
-    cleanups.push(() => worker.stop());
+    cleanups.add('job worker', () => worker.stop());
     log.info({ database: config.database.kind, concurrency: config.worker.concurrency }, 'Fieldchart worker running');
 
-    let stopping: Promise<void> | null = null;
     const done = new Promise<void>((resolve) => {
       const timer = setInterval(() => {
         if (!worker.running()) {
@@ -91,9 +88,9 @@ export async function startWorkerNode(config: Config): Promise<WorkerNode> {
       }, 1000);
       timer.unref();
     });
-    return { log, done, stop: () => (stopping ??= cleanup()) };
+    return { log, done, stop: () => cleanups.run() };
   } catch (err) {
-    await cleanup();
+    await cleanups.run();
     throw err;
   }
 }

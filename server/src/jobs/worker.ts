@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger, run, runMigrations, type Runner, type Task, type TaskList, type WorkerPool } from 'graphile-worker';
 import type { Pool } from 'pg';
 import type { FastifyBaseLogger } from 'fastify';
@@ -110,13 +111,17 @@ export async function startWorker(opts: {
       if (!runner) return;
       const r = runner;
       runner = null;
-      const graceful = r.stop().then(() => true);
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), stopWithinMs);
-      });
-      const done = await Promise.race([graceful, late]);
-      clearTimeout(timer);
+      // A graceful stop that fails after the deadline won the race is still logged, not left unhandled.
+      const graceful = r.stop().then(
+        () => true,
+        (err: unknown) => {
+          opts.log.warn({ err: safeError(err) }, 'job worker: the graceful stop failed');
+          return true;
+        },
+      );
+      const deadline = new AbortController();
+      const done = await Promise.race([graceful, sleep(stopWithinMs, false, { signal: deadline.signal })]);
+      deadline.abort();
       events.off('pool:create', onPool);
       if (done) return;
       opts.log.warn({ within_ms: stopWithinMs }, 'job worker: jobs still running when the stop ran out of time; failed, to be retried');
