@@ -55,6 +55,12 @@ declare module 'fastify' {
 
 export { API_PREFIX };
 
+/**
+ * How long a device has to answer the server's going-away close before its socket is cut: an
+ * answer takes one round trip, and the whole stop has SHUTDOWN_GRACE_MS (10 s by default).
+ */
+const CLOSE_HANDSHAKE_MS = 2000;
+
 export interface AppOptions {
   readonly config: Config;
   readonly services: Services;
@@ -250,9 +256,22 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       options: { maxPayload: MAX_FRAME_BYTES },
       // Devices are told the server is going away (1001), so they reconnect to another node.
       preClose(this: FastifyInstance, done: () => void) {
+        // Upgrades stop first. A device told to go away reconnects at once, and an upgrade
+        // that arrives while the hub closes is answered 503 by the closing router on a socket
+        // that HTTP no longer owns: nothing ever closes it, and `server.close()` would wait for
+        // it until the grace period ends the process. Without a listener, Node answers it as
+        // plain HTTP (the same 503), which closes its connection.
+        this.server.removeAllListeners('upgrade');
         void hub.close().finally(() => {
-          for (const client of this.websocketServer.clients) client.close(CLOSE_CODES.going_away);
+          const clients = [...this.websocketServer.clients];
+          for (const client of clients) client.close(CLOSE_CODES.going_away);
           this.websocketServer.close();
+          // A device whose network is gone never answers the close, and `server.close()` would
+          // wait for ws's own 30 s close timeout, past the grace period: it is cut off sooner.
+          const cutOff = setTimeout(() => {
+            for (const client of clients) if (client.readyState !== client.CLOSED) client.terminate();
+          }, CLOSE_HANDSHAKE_MS);
+          cutOff.unref();
           done();
         });
       },

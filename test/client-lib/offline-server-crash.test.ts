@@ -178,7 +178,9 @@ for (const backend of backends) {
     }, WAIT);
 
     // The server's own log says why a stop was not clean (the grace period passed: exit 1).
+    const stopping = Date.now();
     const stopped = await server.stop();
+    t.diagnostic(`stopped (SIGTERM) in ${Date.now() - stopping} ms, exit ${stopped.code}`);
     const told = server.logs().filter((l) => Number(l.level) >= 40 || /shutting down/.test(String(l.msg)));
     assert.equal(stopped.code, 0, `the server stopped cleanly; what it logged at warn and above:\n${told.map((l) => JSON.stringify(l)).join('\n')}\n${server.stderr()}`);
   });
