@@ -8,6 +8,11 @@ export abstract class AppError extends Error {
   abstract readonly statusCode: number;
   readonly code: string;
   readonly headers: Record<string, string>;
+  /**
+   * Already logged where it was found: the error handler logs a refusal of 500 and above with
+   * its cause, except one whose finder logged it once (the database gate, for every request).
+   */
+  readonly loggedWhereFound: boolean = false;
   constructor(message: string, code: string, headers: Record<string, string> = {}) {
     super(message);
     this.code = code;
@@ -86,6 +91,7 @@ export class Unavailable extends AppError {
 
 /** The database cannot be reached right now (PostgreSQL restarting, the network to it down). */
 export class DatabaseUnavailable extends Unavailable {
+  override readonly loggedWhereFound = true;
   constructor() {
     super('The database is unreachable right now; try again shortly', 'database_unavailable', { 'retry-after': '2' });
   }

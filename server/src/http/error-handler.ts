@@ -76,7 +76,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       // A refusal of ours is the client's to read; an outside service failing the request
       // (a store, the audio bucket) is also the operator's: logged, redacted, with its cause.
       // The database being away is logged where it is found (database-gate.ts), not per request.
-      if (err.statusCode >= 500 && !(err instanceof DatabaseUnavailable)) request.log.warn({ err: safeError(err.cause ?? err), code: err.code }, 'request answered unavailable');
+      if (err.statusCode >= 500 && !err.loggedWhereFound) request.log.warn({ err: safeError(err.cause ?? err), code: err.code }, 'request answered unavailable');
       const body: ErrorBody = { status: false, message: err.message, code: err.code };
       if (err instanceof Invalid) body.errors = err.errors;
       return send(reply, err.statusCode, body, err.headers);

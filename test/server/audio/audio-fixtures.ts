@@ -52,14 +52,14 @@ export type Part =
 
 /**
  * POSTs multipart/form-data, streaming file bodies chunk by chunk (a 60 MB test upload is
- * never built in memory). Answers status and parsed JSON.
+ * never built in memory). Answers status, headers and parsed JSON.
  */
 export function postMultipart(
   url: string,
   token: string | null,
   parts: readonly Part[],
   headers: Record<string, string> = {},
-): Promise<{ status: number; body: any }> {
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: any }> {
   const boundary = `----fieldchart${Math.random().toString(16).slice(2)}`;
   return new Promise((resolve, reject) => {
     const req = http.request(url, {
@@ -76,7 +76,7 @@ export function postMultipart(
         } catch {
           // raw text
         }
-        resolve({ status: res.statusCode ?? 0, body });
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
       });
     });
     req.on('error', reject);

@@ -85,6 +85,7 @@ forEachBackend('audio: S3-compatible store', (backend) => {
     const ms = performance.now() - started;
     assert.equal(res.status, 503, JSON.stringify(res.body));
     assert.equal(res.body.code, 'audio_store_unavailable');
+    assert.equal(res.headers['retry-after'], '30', 'the app is told when to try again');
     // The SDK tries a request three times (its standard retries, with backoff), each attempt
     // ending after S3_TIMEOUT_MS of silence; the clean-up is not waited for.
     t.diagnostic(`answered after ${ms.toFixed(0)} ms`);

@@ -41,6 +41,17 @@ test('a complete configuration: escaped newlines of the .p8 restored, the key fi
   assert.equal(c.googlePlay?.tokenUrl, 'https://oauth2.example/token');
   assert.equal(c.googlePlay?.apiUrl, 'https://androidpublisher.googleapis.com');
   assert.equal(c.googlePlay?.serviceAccount?.clientEmail, 'sa@x.iam');
+  assert.equal(c.appleIap?.timeoutMs, 15_000, 'STORE_TIMEOUT_MS defaults to 15 s');
+  assert.equal(c.googlePlay?.timeoutMs, 15_000);
+});
+
+test('STORE_TIMEOUT_MS sets both stores\' deadline; below 100 ms or not a number stops the process', () => {
+  const google = { GOOGLE_PLAY_PACKAGE_NAME: 'com.x.android', GOOGLE_PLAY_SERVICE_ACCOUNT_JSON: JSON.stringify({ client_email: 'sa@x.iam', private_key: '-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----\n' }) };
+  const c = loadConfig({ ...google, APPLE_BUNDLE_ID: 'com.x', APPLE_APP_APPLE_ID: '42', STORE_TIMEOUT_MS: '2500' });
+  assert.equal(c.appleIap?.timeoutMs, 2500);
+  assert.equal(c.googlePlay?.timeoutMs, 2500);
+  refused({ ...google, STORE_TIMEOUT_MS: '50' }, /STORE_TIMEOUT_MS/);
+  refused({ ...google, STORE_TIMEOUT_MS: 'soon' }, /STORE_TIMEOUT_MS/);
 });
 
 test('the embedded trusted root is Apple Root CA - G3, by its published fingerprint', () => {
