@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { buildApp } from './app.ts';
 import { safeError } from './log-safety.ts';
 import { shutdownSteps } from './shutdown-steps.ts';
+import { closeAppWithin } from './http/close-app.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { adminSocketOf, startAdminSocket } from './admin/admin-socket.ts';
@@ -43,6 +44,12 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
+/**
+ * Requests still in flight this far into the shutdown's grace (counted from the stop's start)
+ * have their connections closed, leaving the rest for the pools and the database.
+ */
+const HTTP_STOP_SHARE = 0.8;
+
 export interface RuntimeOptions {
   /** Listen on config.host:config.port (default true). */
   readonly listen?: boolean;
@@ -61,6 +68,13 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
   let log: FastifyBaseLogger | null = null;
   // Each step named, so that a shutdown that fails or drags says where (the log, once there is one).
   const cleanups = shutdownSteps(() => log);
+  // When the stop began: the HTTP server's deadline is counted from it (the steps before it may
+  // have used some of the grace).
+  let stopStartedAt = 0;
+  const stop = () => {
+    stopStartedAt ||= performance.now();
+    return cleanups.run();
+  };
   try {
     const embedded = config.database.kind === 'pglite';
     let lock: DataDirLock | null = null;
@@ -97,7 +111,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     });
     log = app.log;
     await app.syncHub?.start();
-    cleanups.add('http and sync', () => app.close());
+    cleanups.add('http and sync', () => closeAppWithin(app, stopStartedAt + config.shutdownGraceMs * HTTP_STOP_SHARE - performance.now()));
 
     const pool: pg.Pool = openJobQueuePool(config, database, config.worker.concurrency + 2);
     cleanups.add('job queue pool', () => pool.end());
@@ -193,10 +207,10 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       inboundSmtp,
       metrics,
       metricsUrl,
-      close: () => cleanups.run(),
+      close: stop,
     };
   } catch (err) {
-    await cleanups.run();
+    await stop();
     throw err;
   }
 }

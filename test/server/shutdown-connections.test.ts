@@ -1,27 +1,33 @@
 /**
- * The server's stop with devices on the sync channel. Each connected device is told the
+ * Connections that would hold a server's stop past SHUTDOWN_GRACE_MS, after which the process
+ * exits 1 without closing its database: `server.close()` waits for every socket.
+ *
+ * Devices on the sync channel. Each connected device is told the
  * server is going away (1001); one that never answers (its network gone) is cut off, and
- * devices that reconnect at once while the server closes are refused. Neither may hold the
- * stop: `server.close()` waits for every socket, and past SHUTDOWN_GRACE_MS the process exits 1
- * without closing its database.
+ * devices that reconnect at once while the server closes are refused.
  *
  * Before: a silent device held the stop for ws's 30 s close timeout, and an upgrade read while
  * the hub closed was answered 503 by the closing router on a socket HTTP no longer owned,
  * which nothing ever closed — the stop never finished.
  *
- * The devices are raw sockets that speak the upgrade by hand: a test device must be able to
- * ignore a close frame, and send its upgrade exactly when the server begins to close.
+ * A request still in flight (a phone trickling its body) has its connection closed at 80% of
+ * the grace, counted from the stop's start. Before, it held the stop for REQUEST_TIMEOUT_MS (30 s).
+ *
+ * The clients are raw sockets: a test device must be able to ignore a close frame, send its
+ * upgrade exactly when the server begins to close, and stop sending a body halfway.
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { forEachBackend } from '../../helpers/backends.ts';
-import { API, startTestServer } from '../../helpers/test-server.ts';
+import { forEachBackend } from '../helpers/backends.ts';
+import { API, startTestServer } from '../helpers/test-server.ts';
 
 /** The cut-off is 2 s (app.ts CLOSE_HANDSHAKE_MS); the rest of the stop takes milliseconds. */
 const STOP_BOUND_MS = 6000;
 const RECONNECTS = 40;
+/** The grace of the in-flight request's test: its connection is closed at 80%, 2 s. */
+const GRACE_MS = 2500;
 
 interface RawDevice {
   readonly socket: net.Socket;
@@ -71,7 +77,7 @@ const closeCodeOf = (frames: readonly Buffer[]): number | null => {
   return bytes.length >= 4 && bytes[0] === 0x88 ? bytes.readUInt16BE(2) : null;
 };
 
-forEachBackend('sync hub close', (backend) => {
+forEachBackend('connections at a stop', (backend) => {
   test('a silent device is cut off, and devices reconnecting while the server closes are refused: the stop finishes', async (t) => {
     const server = await startTestServer(backend);
     const port = Number(new URL(server.url).port);
@@ -110,6 +116,31 @@ forEachBackend('sync hub close', (backend) => {
       assert.ok((answers.get('HTTP/1.1 503 Service Unavailable') ?? 0) > 0, 'some reconnects were read while the server closed, and refused');
     } finally {
       // A stop that hangs (the failure above) is not waited for again.
+      await Promise.race([server.runtime.close(), sleep(STOP_BOUND_MS)]);
+      await server.db.drop();
+      await server.mail.close();
+    }
+  });
+
+  test('a request still in flight has its connection closed at 80% of the grace: the stop finishes', async (t) => {
+    const server = await startTestServer(backend, { env: { SHUTDOWN_GRACE_MS: String(GRACE_MS) } });
+    const port = Number(new URL(server.url).port);
+    try {
+      const slow = net.connect(port, '127.0.0.1');
+      await new Promise((resolve, reject) => slow.once('connect', resolve).once('error', reject));
+      slow.on('error', () => undefined);
+      const cut = new Promise<void>((resolve) => slow.once('close', () => resolve()));
+      // Half of a sign-in's body; the rest never comes.
+      slow.write(`POST ${API}/sign-in HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"email":"slow@example.com",`);
+      await sleep(100);
+      const started = performance.now();
+      const outcome = await Promise.race([server.runtime.close().then(() => 'stopped' as const), sleep(STOP_BOUND_MS, 'still stopping' as const)]);
+      const ms = Math.round(performance.now() - started);
+      t.diagnostic(`${outcome} after ${ms} ms (grace ${GRACE_MS} ms)`);
+      assert.equal(outcome, 'stopped', `the stop finished within ${STOP_BOUND_MS} ms`);
+      assert.ok(ms >= GRACE_MS * 0.8 - 100 && ms < GRACE_MS, `the connection was closed at 80% of the grace, before its end (${ms} ms)`);
+      await cut;
+    } finally {
       await Promise.race([server.runtime.close(), sleep(STOP_BOUND_MS)]);
       await server.db.drop();
       await server.mail.close();
