@@ -138,7 +138,8 @@ forEachBackend('connections at a stop', (backend) => {
       const ms = Math.round(performance.now() - started);
       t.diagnostic(`${outcome} after ${ms} ms (grace ${GRACE_MS} ms)`);
       assert.equal(outcome, 'stopped', `the stop finished within ${STOP_BOUND_MS} ms`);
-      assert.ok(ms >= GRACE_MS * 0.8 - 100 && ms < GRACE_MS, `the connection was closed at 80% of the grace, before its end (${ms} ms)`);
+      // A loaded machine's timers run late; without the deadline the stop waits for REQUEST_TIMEOUT_MS (30 s).
+      assert.ok(ms >= GRACE_MS * 0.8 - 100 && ms < GRACE_MS + 1000, `the connection was closed at 80% of the grace (${ms} ms)`);
       await cut;
     } finally {
       await Promise.race([server.runtime.close(), sleep(STOP_BOUND_MS)]);
