@@ -46,9 +46,10 @@ export interface Runtime {
 
 /**
  * Requests still in flight this far into the shutdown's grace (counted from the stop's start)
- * have their connections closed, leaving the rest for the pools and the database.
+ * have their connections closed, leaving the rest (3 s of the default 10 s) for the pools and
+ * the database.
  */
-const HTTP_STOP_SHARE = 0.8;
+const HTTP_STOP_SHARE = 0.7;
 
 export interface RuntimeOptions {
   /** Listen on config.host:config.port (default true). */

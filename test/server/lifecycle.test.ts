@@ -190,6 +190,32 @@ describe('server lifecycle (npm start)', () => {
     assert.deepEqual(await next.stop(), { code: 0, signal: null });
   });
 
+  test('SIGTERM with a request whose body never comes: its connection is closed at 70% of the grace, exits 0 and releases the lock', async (t) => {
+    const graceMs = 4000;
+    const s = spawnServer({ ...env, SHUTDOWN_GRACE_MS: String(graceMs) }, NPM_START);
+    const base = await s.url();
+    const { hostname, port } = new URL(base);
+    const req = http.request({ host: hostname, port, path: `${API}/sign-in`, method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': 200 } });
+    const cut = new Promise<string>((resolve) => {
+      req.on('response', () => resolve('answered'));
+      req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    });
+    req.write('{"email":"slow@example.com",');
+    await eventually(() => assert.ok(s.logs().some((l) => l.msg === 'incoming request' && l.req?.path === `${API}/sign-in`), 'the request has not arrived yet'), { timeoutMs: 10_000 });
+
+    const started = Date.now();
+    s.child.kill('SIGTERM');
+    const exited = await s.exited;
+    const ms = Date.now() - started;
+    t.diagnostic(`exited ${JSON.stringify(exited)} after ${ms} ms (grace ${graceMs} ms); the request ended ${await cut}`);
+    for (const l of s.logs().filter((l) => Number(l.level) >= 40 || /shutting down/.test(String(l.msg)))) t.diagnostic(`${l.time - started} ms ${l.msg} ${l.step ?? ''}`);
+    assert.deepEqual(exited, { code: 0, signal: null }, 'a clean stop, not the grace period\'s exit 1');
+    assert.ok(ms >= graceMs * 0.7 - 200, `the request had until 70% of the grace (${ms} ms)`);
+    assert.equal(await cut, 'ECONNRESET', 'the unanswered request was cut, for the app to send again');
+    assert.ok(s.logs().some((l) => l.msg === 'requests still in flight when the stop ran out of time; their connections are closed'), 'and the log says why');
+    assert.equal(fs.existsSync(lockFileOf(dataDir)), false, 'the database was closed and the lock released');
+  });
+
   test('invalid configuration exits non-zero and names the variable', async () => {
     const badPort = spawnServer({ ...env, PORT: 'abc' }, NPM_START);
     const badDb = spawnServer({ ...env, DATABASE_URL: 'mysql://localhost/x' }, NPM_START);
