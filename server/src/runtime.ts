@@ -69,13 +69,6 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
   let log: FastifyBaseLogger | null = null;
   // Each step named, so that a shutdown that fails or drags says where (the log, once there is one).
   const cleanups = shutdownSteps(() => log);
-  // When the stop began: the HTTP server's deadline is counted from it (the steps before it may
-  // have used some of the grace).
-  let stopStartedAt = 0;
-  const stop = () => {
-    stopStartedAt ||= performance.now();
-    return cleanups.run();
-  };
   try {
     const embedded = config.database.kind === 'pglite';
     let lock: DataDirLock | null = null;
@@ -112,7 +105,7 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
     });
     log = app.log;
     await app.syncHub?.start();
-    cleanups.add('http and sync', () => closeAppWithin(app, stopStartedAt + config.shutdownGraceMs * HTTP_STOP_SHARE - performance.now()));
+    cleanups.add('http and sync', () => closeAppWithin(app, config.shutdownGraceMs * HTTP_STOP_SHARE - cleanups.elapsedMs()));
 
     const pool: pg.Pool = openJobQueuePool(config, database, config.worker.concurrency + 2);
     cleanups.add('job queue pool', () => pool.end());
@@ -208,10 +201,10 @@ export async function startRuntime(config: Config, opts: RuntimeOptions = {}): P
       inboundSmtp,
       metrics,
       metricsUrl,
-      close: stop,
+      close: () => cleanups.run(),
     };
   } catch (err) {
-    await stop();
+    await cleanups.run();
     throw err;
   }
 }

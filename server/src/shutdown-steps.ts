@@ -17,12 +17,15 @@ export interface ShutdownSteps {
   add(step: string, undo: () => Promise<void>): void;
   /** Undoes every step, last first, once; later calls return the same promise. Never rejects. */
   run(): Promise<void>;
+  /** Milliseconds since `run()` was first called: a step's deadline counts the steps before it. */
+  elapsedMs(): number;
 }
 
 /** `log()` is read at the stop: the runtime has a logger only once its app is built. */
 export function shutdownSteps(log: () => StepLog | null, slowMs = SLOW_SHUTDOWN_STEP_MS): ShutdownSteps {
   const steps: Array<readonly [step: string, undo: () => Promise<void>]> = [];
   let running: Promise<void> | null = null;
+  let startedAt = 0;
   const undoAll = async () => {
     for (const [step, undo] of steps.splice(0).reverse()) {
       const started = performance.now();
@@ -41,6 +44,10 @@ export function shutdownSteps(log: () => StepLog | null, slowMs = SLOW_SHUTDOWN_
   };
   return {
     add: (step, undo) => void steps.push([step, undo]),
-    run: () => (running ??= undoAll()),
+    run: () => {
+      startedAt ||= performance.now();
+      return (running ??= undoAll());
+    },
+    elapsedMs: () => (startedAt === 0 ? 0 : performance.now() - startedAt),
   };
 }

@@ -31,6 +31,7 @@ test('steps are undone last first, once, and a failing one is named while the re
     throw new Error('pool end failed for "Jane Roe" <jane.roe@example.com>');
   });
   steps.add('http and sync', async () => void undone.push('http and sync'));
+  assert.equal(steps.elapsedMs(), 0, 'no time has passed before the stop');
   const first = steps.run();
   assert.equal(steps.run(), first, 'a second stop waits for the first');
   await first;
