@@ -41,11 +41,13 @@ export function httpCarrier(rest: RestClient, clientId: () => Promise<string>, o
   return {
     batchBytes: HTTP_BATCH_BYTES,
     window: DEFAULT_WINDOW,
-    async send(batch) {
+    async send(batch, signal) {
       try {
-        const { results } = await rest.sync.applyMutations({ client_id: await clientId(), protocol: PROTOCOL_VERSION, mutations: batch.map((m) => ({ ...m })) });
+        const { results } = await rest.sync.applyMutations({ client_id: await clientId(), protocol: PROTOCOL_VERSION, mutations: batch.map((m) => ({ ...m })) }, { signal });
         return { sent: batch.length, answers: results };
       } catch (err) {
+        // Let go (a socket took over): not a refusal, and nobody waits for the answer.
+        if (signal.aborted) throw err;
         // The engine decides whether a refusal ends the session (a revoked device); the
         // uploader treats it as any failed send.
         onRefused(err);

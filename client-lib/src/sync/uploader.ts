@@ -40,6 +40,18 @@ import type { StatusStore } from './status.ts';
  */
 export const DEFAULT_WINDOW = 100;
 
+/**
+ * How long a send still waiting for its answers may go on once its carrier is let go (a socket
+ * opened while a `POST /sync/mutations` was out). One send runs at a time, so an exchange hung
+ * on the network held the socket that replaced it until the REST timeout (30 s). A healthy one
+ * answers well within this; an abandoned one's mutations go again on the socket, where the
+ * server answers what it had applied as a replay.
+ */
+export const LET_GO_GRACE_MS = 5_000;
+
+/** A send in progress, and the timer that abandons it once its carrier is let go. */
+type Sending = { readonly abort: AbortController; letGo: ReturnType<typeof setTimeout> | null };
+
 /** The server's answer to one mutation, on either carrier. */
 export type Answer = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' | 'failed' | 'conflict' }>;
 
@@ -59,9 +71,10 @@ export interface Carrier {
   /**
    * Sends in order. Answers how many went out, and the answers that came back with them (the
    * socket's come later, through {@link Uploader.answer}). Throws when the transport failed:
-   * then none of the batch counts as sent.
+   * then none of the batch counts as sent. `signal` aborts an exchange still waiting for its
+   * answers once the carrier is let go.
    */
-  send(batch: readonly OutgoingMutation[]): Promise<{ sent: number; answers: readonly Answer[] }>;
+  send(batch: readonly OutgoingMutation[], signal: AbortSignal): Promise<{ sent: number; answers: readonly Answer[] }>;
   /**
    * For an ack on this carrier: the `synced` count after which the feed surely has the entry's
    * rows, or null when the next socket's first `synced` settles it (an `acked_through` that
@@ -101,6 +114,8 @@ export class Uploader {
   private pumpAgain = false;
   private pausedUntil = 0;
   private pauseTimer: ReturnType<typeof setTimeout> | null = null;
+  /** The send in progress: one at a time. */
+  private sending: Sending | null = null;
   private readonly backoff: Backoff;
 
   constructor(private readonly opts: UploaderOptions) {
@@ -112,18 +127,21 @@ export class Uploader {
    * if known. `rekey`: take a new client id as soon as those are answered (a superseded socket).
    */
   attach(carrier: Carrier, processedThrough = 0, options: { rekey?: boolean } = {}): void {
-    this.reset();
+    this.reset(LET_GO_GRACE_MS);
     this.carrier = carrier;
     this.probeThrough = processedThrough;
     this.rekeyWhenProbed = options.rekey === true;
     void this.pump();
   }
 
-  /** Stops using `carrier` (or any): what was in flight is unanswered and goes again on the next. */
+  /**
+   * Stops using `carrier` (or any, and a send still out is abandoned at once): what was in flight
+   * is unanswered and goes again on the next.
+   */
   detach(carrier?: Carrier): void {
     if (carrier && this.carrier !== carrier) return;
     this.carrier = null;
-    this.reset();
+    this.reset(carrier ? LET_GO_GRACE_MS : 0);
     this.opts.status.patch({ uploading: false });
   }
 
@@ -265,8 +283,10 @@ export class Uploader {
     this.lastSentId = (batch.at(-1) as OutgoingMutation).mutation_id;
     this.opts.status.patch({ uploading: true });
     let outcome: Awaited<ReturnType<Carrier['send']>>;
+    const sending: Sending = { abort: new AbortController(), letGo: null };
+    this.sending = sending;
     try {
-      outcome = await carrier.send(batch);
+      outcome = await carrier.send(batch, sending.abort.signal);
     } catch (err) {
       if (this.carrier === carrier) {
         this.unsend(batch);
@@ -274,6 +294,9 @@ export class Uploader {
         this.pause(this.backoff.next());
       }
       return;
+    } finally {
+      if (sending.letGo) clearTimeout(sending.letGo);
+      if (this.sending === sending) this.sending = null;
     }
     if (outcome.sent < batch.length && this.carrier === carrier) this.unsend(batch.slice(outcome.sent));
     if (outcome.answers.length > 0) await this.answerAll(outcome.answers, carrier);
@@ -328,7 +351,8 @@ export class Uploader {
     }, ms);
   }
 
-  private reset(): void {
+  /** `letGoAfterMs`: how long a send still out may go on (0: abandoned now). */
+  private reset(letGoAfterMs = 0): void {
     this.rekeyWhenProbed = false;
     this.inflight.clear();
     this.conflicted.clear();
@@ -337,6 +361,11 @@ export class Uploader {
     this.pausedUntil = 0;
     if (this.pauseTimer) clearTimeout(this.pauseTimer);
     this.pauseTimer = null;
+    const sending = this.sending;
+    if (sending && letGoAfterMs === 0) {
+      if (sending.letGo) clearTimeout(sending.letGo);
+      sending.abort.abort();
+    } else if (sending && !sending.letGo) sending.letGo = setTimeout(() => sending.abort.abort(), letGoAfterMs);
   }
 
   private async updateCounts(): Promise<void> {
