@@ -17,13 +17,19 @@ import { eventually } from '../helpers/eventually.ts';
 import { spawnServer, type ServerProcess } from '../helpers/processes.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 import { API, newAccount } from '../helpers/test-server.ts';
-import { ev, openClient, tempDataDir } from './support.ts';
+import { DEVICE_BACKOFF, ev, openClient, tempDataDir } from './support.ts';
 
 const PATIENTS = 180;
 const MILEAGE = 12;
 const KILLS = 2;
 const STEPS = ['start_travel', 'arrive', 'start_documentation', 'complete'] as const;
 const WAIT = { timeoutMs: 120_000, intervalMs: 100 };
+/**
+ * A device tries again at least once per backoff ceiling, so its first connection to reach a
+ * restarted server comes within that ceiling of the server being there; timers of a loaded
+ * machine fire late, which this allows for.
+ */
+const REACH_SLACK_MS = 2_000;
 
 async function call<T = any>(base: string, method: string, pathname: string, token: string | null, body?: unknown): Promise<T> {
   const res = await fetch(`${base}${API}${pathname}`, {
@@ -111,6 +117,19 @@ for (const backend of backends) {
     // Online: the process dies as the first acknowledgements come in. Then once more, as the
     // device says hello to the restarted server and resumes its upload.
     let url2 = url;
+    /** After the device could reach a restarted server (the proxy pointed at it), when it first did. */
+    const reachedAfter = (since: number) => {
+      const reach = reachOf(since);
+      // Awaited later: a failure meanwhile is not an unhandled rejection.
+      reach.catch(() => undefined);
+      return reach;
+    };
+    const reachOf = async (since: number) => {
+      await eventually(() => assert.ok(proxy?.reached.some((at) => at >= since), 'the device reached the restarted server'), WAIT);
+      const ms = (proxy?.reached.find((at) => at >= since) ?? since) - since;
+      assert.ok(ms <= DEVICE_BACKOFF.maxMs + REACH_SLACK_MS, `the device first reached the restarted server ${ms} ms after it could (backoff ceiling ${DEVICE_BACKOFF.maxMs} ms)`);
+      return ms;
+    };
     for (let round = 1; round <= KILLS; round++) {
       let acks = 0;
       let killed = false;
@@ -130,6 +149,7 @@ for (const backend of backends) {
       const online = Date.now();
       if (round === 1) proxy.restore();
       else proxy.retarget(url2);
+      const reaching = round === 1 ? null : reachedAfter(online);
       const trace: string[] = [];
       const offTrace = client.sync.on('status', (s) => {
         if (s.lastError) trace.push(`${Date.now() - online} ms ${s.lastError.code}: ${s.lastError.message}`);
@@ -140,6 +160,7 @@ for (const backend of backends) {
       });
       offTrace();
       t.diagnostic(`kill ${round}: ${Date.now() - online} ms after the device could reach the server`);
+      if (reaching) t.diagnostic(`restart ${round - 1}: the device reached it ${await reaching} ms after it could`);
       assert.equal((await server.exited).signal, 'SIGKILL');
       // Acks already in the socket's buffers may still be read after the kill.
       await eventually(() => assert.equal(client?.sync.status.connected, false), WAIT);
@@ -156,7 +177,9 @@ for (const backend of backends) {
     }
     proxy.retarget(url2);
     const resumed = Date.now();
+    const reaching = reachedAfter(resumed);
     await client.sync.whenSynced(WAIT);
+    t.diagnostic(`restart ${KILLS}: the device reached it ${await reaching} ms after it could`);
     t.diagnostic(`synced ${Date.now() - resumed} ms after the last restart`);
 
     assert.equal(client.sync.status.pending, 0, 'the outbox is empty');

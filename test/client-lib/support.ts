@@ -14,8 +14,11 @@ export function tempDataDir(): string {
  * A client against `baseUrl`, with short backoffs so reconnects happen within a test; a device
  * in memory starts from an empty database image instead of running initdb.
  */
+/** The test devices' reconnect backoff: short, so that tests do not wait out a phone's 30 s ceiling. */
+export const DEVICE_BACKOFF = { initialMs: 40, maxMs: 400 } as const;
+
 export async function openClient(baseUrl: string, dataDir = 'memory://', extra: { submitWaitMs?: number } = {}): Promise<FieldchartClient> {
-  return createFieldchartClient({ baseUrl, dataDir, backoff: { initialMs: 40, maxMs: 400 }, pglite: { loadDataDir: await emptyDeviceImage() }, ...extra });
+  return createFieldchartClient({ baseUrl, dataDir, backoff: DEVICE_BACKOFF, pglite: { loadDataDir: await emptyDeviceImage() }, ...extra });
 }
 
 /**

@@ -24,6 +24,8 @@ export interface TcpProxy {
   stall(holds: ((chunk: Buffer) => boolean) | null): void;
   /** Connections held by `stall` so far. */
   readonly stalled: number;
+  /** When (`Date.now()`) each connection through the proxy reached its target, in order. */
+  readonly reached: readonly number[];
   close(): Promise<void>;
 }
 
@@ -52,13 +54,14 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
   const held = new Set<Pair>();
   let holds: ((chunk: Buffer) => boolean) | null = null;
   let stalled = 0;
+  const reached: number[] = [];
   let cut = false;
   const server = net.createServer((client) => {
     if (cut) {
       client.destroy();
       return;
     }
-    const upstream = net.connect(Number(port), hostname);
+    const upstream = net.connect(Number(port), hostname, () => reached.push(Date.now()));
     const pair = { client, upstream };
     pairs.add(pair);
     // Requests share kept-alive connections: each chunk is looked at, and once one is held
@@ -109,6 +112,7 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
     get stalled() {
       return stalled;
     },
+    reached,
     async close() {
       cutAll();
       await new Promise<void>((resolve) => server.close(() => resolve()));
