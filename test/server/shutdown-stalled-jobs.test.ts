@@ -1,11 +1,14 @@
 /**
  * A shutdown while a job waits on an outside service that stopped answering. The server's stop
  * has SHUTDOWN_GRACE_MS; after it, `npm start` exits 1 without closing its database. So a
- * job's wait must not outlast it: the send_mail job gives up its SMTP connection when its abort
- * signal fires, and the worker fails any job still running at the end of its share of the grace
- * (jobs/worker.ts). Either way the mail is kept and the job retried: nothing is lost.
+ * job's wait must not outlast it: the send_mail job gives up its SMTP connection, and push_send
+ * its FCM request, when its abort signal fires, and the worker fails any job still running at
+ * the end of its share of the grace (jobs/worker.ts). Either way the mail or the notification
+ * is kept and the job retried: nothing is lost.
  */
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import http from 'node:http';
 import net from 'node:net';
 import { test } from 'node:test';
 import { startWorker } from '../../server/src/jobs/worker.ts';
@@ -32,6 +35,29 @@ async function startSilentRelay(): Promise<{ url: string; connections: () => num
     connections: () => connections,
     close: async () => {
       for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** FCM's two endpoints, where messages:send takes the request and never answers. */
+async function startSilentFcm(): Promise<{ url: string; sends: () => number; close(): Promise<void> }> {
+  let sends = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (req.url !== '/token') return void sends++;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ access_token: 'ya29.silent', expires_in: 3599, token_type: 'Bearer' }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    sends: () => sends,
+    close: async () => {
+      server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
@@ -86,6 +112,61 @@ forEachBackend('shutdown with a job stalled on an outside service', (backend) =>
       await server.db.drop().catch(() => {});
       await server.mail.close();
       await relay.close();
+    }
+  });
+
+  test('a push stalled on a silent FCM: the send ends with its job abort signal, within the grace, the job kept for a retry', async (t) => {
+    const fcm = await startSilentFcm();
+    const graceMs = 6000;
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const serviceAccount = {
+      type: 'service_account',
+      project_id: 'fieldchart-test',
+      client_email: 'push@fieldchart-test.iam.gserviceaccount.com',
+      private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    };
+    const server = await startTestServer(backend, {
+      env: { FCM_SERVICE_ACCOUNT_JSON: JSON.stringify(serviceAccount), FCM_API_URL: fcm.url, FCM_TOKEN_URL: `${fcm.url}/token`, SHUTDOWN_GRACE_MS: String(graceMs) },
+    });
+    let closed = false;
+    try {
+      const account = newAccount();
+      const registered = await server.api('POST', '/register', { body: account });
+      assert.equal(registered.status, 200);
+      const { token, user } = registered.body.data as { token: string; user: { uuid: string } };
+      assert.equal((await server.api('POST', '/register-fcm-token', { token, body: { fcm_token: `phone:${'A1b2-C3d4_'.repeat(12)}` } })).status, 200);
+      await server.runtime.services.notifications.record(server.runtime.database.db, { userId: user.uuid, type: 'note_ready', data: {} });
+      // The push_send job's request is on FCM's line, waiting for an answer.
+      await eventually(() => assert.ok(fcm.sends() > 0, 'the push_send job reached FCM'), { timeoutMs: 20_000 });
+      const started = performance.now();
+      await server.runtime.close();
+      closed = true;
+      const ms = performance.now() - started;
+      t.diagnostic(`the stop took ${ms.toFixed(0)} ms (grace ${graceMs} ms)`);
+      assert.ok(ms < graceMs, `the stop took ${ms.toFixed(0)} ms, more than its ${graceMs} ms grace`);
+      if (server.db.url) {
+        const { default: pg } = await import('pg');
+        const client = new pg.Client({ connectionString: server.db.url });
+        await client.connect();
+        try {
+          const jobs = await client.query<JobRow>(`select attempts, locked_at, last_error from graphile_worker.jobs where task_identifier = 'push_send'`);
+          assert.equal(jobs.rows.length, 1, 'the job is kept');
+          const [job] = jobs.rows as [JobRow];
+          assert.equal(job.attempts, 1);
+          assert.equal(job.locked_at, null, 'released: another node, or this one restarted, retries it');
+          // Ended by its abort signal, not failed by the worker's deadline ("the server is shutting down").
+          assert.match(job.last_error ?? '', /abort/i, `the try ended with: ${job.last_error}`);
+          const kept = await client.query<{ n: number }>(`select count(*)::int as n from notifications`);
+          assert.equal(kept.rows[0]?.n, 1, 'the notification is kept');
+        } finally {
+          await client.end();
+        }
+      }
+    } finally {
+      if (!closed) await server.runtime.close();
+      await server.db.drop().catch(() => {});
+      await server.mail.close();
+      await fcm.close();
     }
   });
 

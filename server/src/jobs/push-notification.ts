@@ -5,7 +5,7 @@ export const pushNotification: JobHandler<'push_notification'> = async (services
   await services.push.fanOut(payload.notification_id);
 };
 
-/** Sends one notification to one device; a transient FCM failure throws and is retried. */
-export const pushSend: JobHandler<'push_send'> = async (services, payload) => {
-  await services.push.sendOne(payload.notification_id, payload.token_id);
+/** Sends one notification to one device; a transient FCM failure, or the stop's abort, throws and is retried. */
+export const pushSend: JobHandler<'push_send'> = async (services, payload, run) => {
+  await services.push.sendOne(payload.notification_id, payload.token_id, run.signal);
 };

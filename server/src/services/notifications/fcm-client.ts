@@ -94,8 +94,9 @@ export function createFcmClient(opts: { config: FcmConfig; clock: Clock; fetch?:
   }
 
   return {
-    async send(message: PushMessage): Promise<PushOutcome> {
-      const token = await accessToken();
+    /** `signal`: the job's; at shutdown it ends this send (the job is retried), not the shared token exchange. */
+    async send(message: PushMessage, signal?: AbortSignal): Promise<PushOutcome> {
+      const token = await unlessAborted(accessToken(), signal);
       const url = `${config.apiUrl}/v1/projects/${encodeURIComponent(account.project_id)}/messages:send`;
       const res = await doFetch(url, {
         method: 'POST',
@@ -103,7 +104,7 @@ export function createFcmClient(opts: { config: FcmConfig; clock: Clock; fetch?:
         body: JSON.stringify({
           message: { token: message.token, notification: { title: message.title, body: message.body }, data: message.data },
         }),
-        signal: AbortSignal.timeout(TIMEOUT_MS),
+        signal: signal ? AbortSignal.any([AbortSignal.timeout(TIMEOUT_MS), signal]) : AbortSignal.timeout(TIMEOUT_MS),
       });
       if (res.ok) return 'sent';
       const body = (await res.json().catch(() => ({}))) as FcmErrorBody;
@@ -120,3 +121,14 @@ export function createFcmClient(opts: { config: FcmConfig; clock: Clock; fetch?:
 }
 
 export type FcmClient = ReturnType<typeof createFcmClient>;
+
+/** `work`, or its caller's signal's reason once that fires first (`work` itself goes on for its other waiters). */
+function unlessAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}

@@ -28,14 +28,14 @@ export function createPush(deps: { db: Db; fcm: FcmClient | null }) {
      * push_send: delivers one notification to one device. A token FCM calls unregistered or
      * invalid is deleted; a token that moved to another user since is skipped.
      */
-    async sendOne(notificationId: string, tokenId: string): Promise<PushOutcome | 'skipped'> {
+    async sendOne(notificationId: string, tokenId: string, signal?: AbortSignal): Promise<PushOutcome | 'skipped'> {
       if (!deps.fcm) return 'skipped';
       const [n] = await db.select().from(notifications).where(eq(notifications.id, notificationId));
       const [t] = await db.select().from(pushTokens).where(eq(pushTokens.id, tokenId));
       if (!n || !t || t.userId !== n.ownerId || n.deletedAt) return 'skipped';
       const data: Record<string, string> = { notification_uuid: n.id, type: n.type };
       for (const [k, v] of Object.entries(n.data)) if (v !== null) data[k] = String(v);
-      const outcome = await deps.fcm.send({ token: t.token, title: n.title, body: n.body, data });
+      const outcome = await deps.fcm.send({ token: t.token, title: n.title, body: n.body, data }, signal);
       if (outcome === 'unregistered') {
         // Only this token row as read: a re-registration since (same token, new row) is kept.
         await db.delete(pushTokens).where(and(eq(pushTokens.id, t.id), eq(pushTokens.token, t.token)));
