@@ -35,7 +35,7 @@ forEachBackend('offline client: a hung HTTP upload does not hold the socket that
   });
   after(() => server.close());
 
-  test('websockets come back while POST /sync/mutations hangs: the socket uploads at once, every write once', async (t) => {
+  test('websockets come back while POST /sync/mutations hangs: the socket takes the outbox after the grace, every write once', async (t) => {
     const user = await registerUser(server);
     // Two paths out, as a network with a proxy that sometimes strips upgrades has: HTTP, and
     // the websocket, each through a proxy of its own.
