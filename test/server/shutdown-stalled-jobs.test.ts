@@ -10,13 +10,14 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
+import pg from 'pg';
 import { startWorker } from '../../server/src/jobs/worker.ts';
 import { openJobQueuePool } from '../../server/src/jobs/job-queue-pool.ts';
 import type { Services } from '@fieldchart/server';
 import { forEachBackend } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { newAccount, startTestServer } from '../helpers/test-server.ts';
+import { newAccount, startTestServer, type TestServer } from '../helpers/test-server.ts';
 
 /** An SMTP relay that accepts connections and never says a word. */
 async function startSilentRelay(): Promise<{ url: string; connections: () => number; close(): Promise<void> }> {
@@ -69,6 +70,38 @@ interface JobRow {
   last_error: string | null;
 }
 
+/**
+ * Stops `server`, which must end within `graceMs`. On PostgreSQL (the embedded database closes
+ * with the server) the task's one job must be kept, tried once and released for a retry;
+ * `more` checks the rest on the same connection. Answers the try's recorded error (PGlite: null).
+ */
+async function stopWithStalledJob(
+  t: TestContext,
+  server: TestServer,
+  opts: { graceMs: number; task: string; before?: string; more?: (client: pg.Client) => Promise<void> },
+): Promise<string | null> {
+  const started = performance.now();
+  await server.runtime.close();
+  const ms = performance.now() - started;
+  t.diagnostic(`the stop took ${ms.toFixed(0)} ms (grace ${opts.graceMs} ms${opts.before ? `; ${opts.before}` : ''})`);
+  assert.ok(ms < opts.graceMs, `the stop took ${ms.toFixed(0)} ms, more than its ${opts.graceMs} ms grace`);
+  if (!server.db.url) return null;
+  const client = new pg.Client({ connectionString: server.db.url });
+  await client.connect();
+  try {
+    const jobs = await client.query<JobRow>(`select attempts, locked_at, last_error from graphile_worker.jobs where task_identifier = $1`, [opts.task]);
+    assert.equal(jobs.rows.length, 1, 'the job is kept');
+    const [job] = jobs.rows as [JobRow];
+    assert.equal(job.attempts, 1);
+    assert.equal(job.locked_at, null, 'released: another node, or this one restarted, retries it');
+    assert.ok(job.last_error, 'the try is recorded as failed');
+    await opts.more?.(client);
+    return job.last_error;
+  } finally {
+    await client.end();
+  }
+}
+
 forEachBackend('shutdown with a job stalled on an outside service', (backend) => {
   test('a mail stalled on a silent SMTP relay: the stop ends within its grace, the mail kept and its job retried', async (t) => {
     const relay = await startSilentRelay();
@@ -81,32 +114,18 @@ forEachBackend('shutdown with a job stalled on an outside service', (backend) =>
       assert.equal((await server.api('POST', '/forgot-password/send-otp', { body: { email: account.email } })).status, 200);
       // The reset code's mail job is on the relay's line, waiting for a greeting.
       await eventually(() => assert.ok(relay.connections() > 0, 'the send_mail job reached the relay'), { timeoutMs: 20_000 });
-      const started = performance.now();
-      await server.runtime.close();
       closed = true;
-      const ms = performance.now() - started;
-      t.diagnostic(`the stop took ${ms.toFixed(0)} ms (grace ${graceMs} ms; 30.5 s before the job aborted with it)`);
-      assert.ok(ms < graceMs, `the stop took ${ms.toFixed(0)} ms, more than its ${graceMs} ms grace`);
-      // The embedded database closed with the server; its rows are read on PostgreSQL.
-      if (server.db.url) {
-        const { default: pg } = await import('pg');
-        const client = new pg.Client({ connectionString: server.db.url });
-        await client.connect();
-        try {
-          const jobs = await client.query<JobRow>(`select attempts, locked_at, last_error from graphile_worker.jobs where task_identifier = 'send_mail'`);
-          assert.equal(jobs.rows.length, 1, 'the job is kept');
-          const [job] = jobs.rows as [JobRow];
-          assert.equal(job.attempts, 1);
-          assert.equal(job.locked_at, null, 'released: another node, or this one restarted, retries it');
-          assert.ok(job.last_error, 'the try is recorded as failed');
+      await stopWithStalledJob(t, server, {
+        graceMs,
+        task: 'send_mail',
+        before: '30.5 s before the job aborted with it',
+        async more(client) {
           const mails = await client.query<{ status: string; kept: boolean; attempts: number }>(
             `select status, (text_body is not null or phi_enc is not null) as kept, attempts from mail_outbox`,
           );
           assert.deepEqual(mails.rows, [{ status: 'retrying', kept: true, attempts: 1 }], 'the message is kept for the next try');
-        } finally {
-          await client.end();
-        }
-      }
+        },
+      });
     } finally {
       if (!closed) await server.runtime.close();
       await server.db.drop().catch(() => {});
@@ -138,30 +157,18 @@ forEachBackend('shutdown with a job stalled on an outside service', (backend) =>
       await server.runtime.services.notifications.record(server.runtime.database.db, { userId: user.uuid, type: 'note_ready', data: {} });
       // The push_send job's request is on FCM's line, waiting for an answer.
       await eventually(() => assert.ok(fcm.sends() > 0, 'the push_send job reached FCM'), { timeoutMs: 20_000 });
-      const started = performance.now();
-      await server.runtime.close();
       closed = true;
-      const ms = performance.now() - started;
-      t.diagnostic(`the stop took ${ms.toFixed(0)} ms (grace ${graceMs} ms)`);
-      assert.ok(ms < graceMs, `the stop took ${ms.toFixed(0)} ms, more than its ${graceMs} ms grace`);
-      if (server.db.url) {
-        const { default: pg } = await import('pg');
-        const client = new pg.Client({ connectionString: server.db.url });
-        await client.connect();
-        try {
-          const jobs = await client.query<JobRow>(`select attempts, locked_at, last_error from graphile_worker.jobs where task_identifier = 'push_send'`);
-          assert.equal(jobs.rows.length, 1, 'the job is kept');
-          const [job] = jobs.rows as [JobRow];
-          assert.equal(job.attempts, 1);
-          assert.equal(job.locked_at, null, 'released: another node, or this one restarted, retries it');
-          // Ended by its abort signal, not failed by the worker's deadline ("the server is shutting down").
-          assert.match(job.last_error ?? '', /abort/i, `the try ended with: ${job.last_error}`);
+      const lastError = await stopWithStalledJob(t, server, {
+        graceMs,
+        task: 'push_send',
+        before: '3.1–3.3 s before the send ended with its job, at the worker deadline',
+        async more(client) {
           const kept = await client.query<{ n: number }>(`select count(*)::int as n from notifications`);
           assert.equal(kept.rows[0]?.n, 1, 'the notification is kept');
-        } finally {
-          await client.end();
-        }
-      }
+        },
+      });
+      // Ended by its abort signal, not failed by the worker's deadline ("the server is shutting down").
+      if (lastError !== null) assert.match(lastError, /abort/i, `the try ended with: ${lastError}`);
     } finally {
       if (!closed) await server.runtime.close();
       await server.db.drop().catch(() => {});
