@@ -619,7 +619,13 @@ forEachBackend('offline client model', (backend) => {
   let template: string;
   const clock = manualClock();
   before(async () => {
-    server = await startTestServer(backend, { clock, env: { ACCESS_TOKEN_TTL_SECONDS: String(ACCESS_TTL_SECONDS) } });
+    // Rate limits off: the final check reads as the model's user, polling every 50 ms on the
+    // manual clock, whose minute barely moves; on a slow machine its reads passed the user's
+    // 1200 a minute, and every read after was 429 (CI 2026-12-02). Limits have their own test.
+    server = await startTestServer(backend, {
+      clock,
+      env: { ACCESS_TOKEN_TTL_SECONDS: String(ACCESS_TTL_SECONDS), RATE_LIMIT_PER_USER_PER_MINUTE: '0', RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '0' },
+    });
     // A migrated, empty device database to copy: creating one costs seconds, copying one does not,
     // with cp(1): on disk fs.promises.cp took 1.4–1.6 s for its thousand files, `cp -R` 0.9 s.
     // (Nothing but the schema: each copy still generates its own client id on first start.)
