@@ -32,6 +32,7 @@ export type { Failure, Rejection } from './storage/outbox.ts';
 export { StorageError, type StorageErrorCode } from './storage/storage-errors.ts';
 export type { PgliteAssets, PgliteFilesystem } from './storage/local-db.ts';
 export { runDatabaseWorker } from './storage/shared-db.ts';
+export { makeEmptyDeviceImage } from './storage/pglite-options.ts';
 export type { SyncError, SyncStatus } from './sync/status.ts';
 export type { SyncEvents } from './sync/events.ts';
 export type { BackoffOptions } from './sync/backoff.ts';

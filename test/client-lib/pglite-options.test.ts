@@ -1,12 +1,13 @@
 /**
  * The options every device database opens with (client-lib storage/pglite-options.ts): the
- * IndexedDB file system where it applies, and the device's start-up parameters, seen from inside
- * the databases the client opens.
+ * IndexedDB file system where it applies, the device's start-up and initdb parameters, seen from
+ * inside the databases the client opens.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { test } from 'node:test';
 import { IdbFs, MemoryFS, PGlite } from '@electric-sql/pglite';
+import { openLocalDb } from '../../client-lib/src/storage/local-db.ts';
 import { pgliteOptionsFor } from '../../client-lib/src/storage/pglite-options.ts';
 import { openDeviceDb, tempDataDir } from './support.ts';
 
@@ -20,6 +21,14 @@ test('an idb:// database gets the gated IndexedDB file system; an app’s own fs
   assert.equal(Object.hasOwn(own, 'syncToFs'), false);
   assert.equal(pgliteOptionsFor('memory://').fs, undefined);
   assert.equal(pgliteOptionsFor('/var/lib/app').fs, undefined);
+});
+
+test('the empty image goes only where the data dir surely holds no database: not over an app’s own file system', () => {
+  const loadDataDir = new Blob([]);
+  assert.equal(pgliteOptionsFor('idb://fieldchart-app', { loadDataDir }, true).loadDataDir, loadDataDir);
+  assert.equal(pgliteOptionsFor('idb://fieldchart-app', { loadDataDir }, false).loadDataDir, undefined);
+  assert.equal(pgliteOptionsFor('idb://fieldchart-app', { loadDataDir, fs: new MemoryFS() }, true).loadDataDir, undefined);
+  assert.equal(pgliteOptionsFor('memory://', { loadDataDir }, true).loadDataDir, loadDataDir);
 });
 
 test('every device database starts with PGlite’s own parameters and 16 MB of shared buffers', () => {
@@ -55,5 +64,28 @@ test('a device database opened by the client, in memory or in a directory and re
     }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a device database has 1 MB log segments, whether initdb made it or it started from the empty image', async () => {
+  const segment = async (db: { query<T>(sql: string): Promise<T[]> }) =>
+    (await db.query<{ size: string }>("select current_setting('wal_segment_size') as size"))[0]?.size;
+  const dir = tempDataDir();
+  try {
+    // A new directory without the image: the client's own initdb.
+    const made = await openLocalDb(dir);
+    try {
+      assert.equal(await segment(made), '1MB');
+    } finally {
+      await made.close();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const fromImage = await openDeviceDb('memory://');
+  try {
+    assert.equal(await segment(fromImage), '1MB');
+  } finally {
+    await fromImage.close();
   }
 });

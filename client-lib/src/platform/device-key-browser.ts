@@ -82,12 +82,22 @@ export function indexedDbKeyStore(dataDir: string): DeviceKeyStore {
 const FIRST_SCREEN_DB = 'fieldchart-first-screen';
 
 /**
- * True only where the data directory surely holds no database yet: here, one in memory. Of an
- * IndexedDB one it cannot tell without opening it, so it says false, and the first open runs
- * initdb (once) instead of loading the empty image.
+ * True only where the data directory surely holds no database yet: one in memory, or an
+ * IndexedDB one whose IndexedDB database (PGlite's IDBFS names it `/pglite/<name>`) does not
+ * exist. Where the browser cannot list its IndexedDB databases it says false, and the first
+ * open runs initdb (once) instead of loading the empty image.
  */
 export async function surelyHoldsNoDatabase(dataDir: string): Promise<boolean> {
-  return dataDir.startsWith('memory://');
+  if (dataDir.startsWith('memory://')) return true;
+  if (!dataDir.startsWith('idb://')) return false;
+  const idb = (globalThis as { indexedDB?: IDBFactory }).indexedDB;
+  if (typeof idb?.databases !== 'function') return false;
+  const name = `/pglite/${dataDir.slice('idb://'.length)}`;
+  try {
+    return !(await idb.databases()).some((d) => d.name === name);
+  } catch {
+    return false;
+  }
 }
 
 export function firstScreenStoreFor(dataDir: string): FirstScreenStore {

@@ -207,7 +207,11 @@ async function openPglite(dataDir: string, options: OpenLocalDbOptions): Promise
     ? // This tab's handle: queries go to whichever tab's worker leads (shared-db.ts).
       PGliteWorker.create(options.worker(), { dataDir, id: tabNames(dataDir).database })
     : // PgliteAssets is PGlite's options by shape (see pglite-assets.ts PgliteFilesystem).
-      surelyHoldsNoDatabase(dataDir).then((fresh) => PGlite.create(dataDir, pgliteOptionsFor(dataDir, options.pglite, fresh) as PGliteOptions));
+      surelyHoldsNoDatabase(dataDir).then((fresh) => {
+        // For an app's trace and the browser tests: this first open started from the image, not initdb.
+        if (fresh && options.pglite?.loadDataDir) startMark('fieldchart:db-from-image');
+        return PGlite.create(dataDir, pgliteOptionsFor(dataDir, options.pglite, fresh) as PGliteOptions);
+      });
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeoutMs = options.openTimeoutMs ?? DEFAULT_OPEN_TIMEOUT_MS;
   const deadline = new Promise<never>((_, reject) => {
@@ -270,7 +274,10 @@ async function migrate(pg: PGliteInterface, cipher: () => RowCipher, beforeWrite
     const m = MIGRATIONS[v]!;
     if (typeof m === 'object' && 'outsideTransaction' in m) {
       // VACUUM cannot run in a transaction; it is safe to run again if the version is not stored.
-      for (const sql of m.outsideTransaction) await pg.exec(sql);
+      // A scrub of what earlier versions left in clear has nothing to find in a database this
+      // open created (version 0: no table, no row, ever): in a browser its checkpoints and new
+      // log segments, each stored whole in IndexedDB, were half a first open's migrations.
+      if (!(m.scrubsOldValues && current === 0)) for (const sql of m.outsideTransaction) await pg.exec(sql);
       await setVersion(pg, v + 1);
       continue;
     }

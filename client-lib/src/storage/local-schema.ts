@@ -10,7 +10,11 @@ export interface MigrationTx {
 }
 
 /** SQL run in one transaction; code run in one transaction; or statements that cannot run in one. */
-export type LocalMigration = string | { readonly run: (tx: MigrationTx) => Promise<void> } | { readonly outsideTransaction: readonly string[] };
+export type LocalMigration =
+  | string
+  | { readonly run: (tx: MigrationTx) => Promise<void> }
+  /** `scrubsOldValues`: it only removes what earlier versions wrote, so a new database skips it. */
+  | { readonly outsideTransaction: readonly string[]; readonly scrubsOldValues?: boolean };
 
 /**
  * The device database, in order of creation. Append a migration; never edit one that shipped:
@@ -114,6 +118,7 @@ export const MIGRATIONS: readonly LocalMigration[] = [
   // checkpoints remove the old ones — unlinked, not recycled: a recycled segment is renamed
   // with its old bytes in it.
   {
+    scrubsOldValues: true,
     outsideTransaction: [
       'vacuum full meta, feed_rows, feed_staging, outbox, rejections, failures, draft_updates',
       'set wal_recycle = off',

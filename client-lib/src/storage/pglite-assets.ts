@@ -19,11 +19,11 @@ export interface PgliteAssets {
   readonly fsBundle?: Blob;
   readonly fs?: PgliteFilesystem;
   /**
-   * An image of a new, empty database (`dumpDataDir('none')` of a PGlite just created, same
-   * PGlite version), from which a device's first open starts instead of running initdb: a
-   * client opened in 0.8–0.9 s with it and 2.4–2.6 s without, on a server core (more on a
-   * phone). Used where the data dir holds no database yet: in memory, or a Node directory
-   * without one; an IndexedDB database runs initdb on its first open, and ignores this.
+   * An image of a new, empty database (`makeEmptyDeviceImage()`, same PGlite version), from
+   * which a device's first open starts instead of running initdb: a client opened in 0.8–0.9 s
+   * with it and 2.4–2.6 s without, on a server core (more on a phone). Used where the data dir
+   * surely holds no database yet: in memory, a Node directory without one, or an IndexedDB
+   * database the browser does not list; elsewhere initdb runs, and this is ignored.
    */
   readonly loadDataDir?: Blob;
 }

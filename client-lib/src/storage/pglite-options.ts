@@ -16,14 +16,43 @@ import type { PgliteAssets } from './pglite-assets.ts';
 const DEVICE_START_PARAMS: readonly string[] = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
 
 /**
+ * initdb's parameters for a device: write-ahead log segments of 1 MB instead of 16 MB. In a
+ * browser, IDBFS stores each changed file whole, and every write touches the current segment:
+ * each persisted write stored 16 MB in IndexedDB. With 1 MB segments, in headless Chromium on a
+ * server core: a timer event 414 → 173 ms, a mileage write 368 → 215 ms, a first sync
+ * 2.0 → 0.9 s. Fixed at initdb: a device made before keeps its segments.
+ */
+export const DEVICE_INITDB_PARAMS: readonly string[] = ['--wal-segsize=1'];
+
+/**
+ * An image of a new, empty device database (PgliteAssets `loadDataDir`), made as a device's
+ * initdb would make it. An app makes it at build time with the PGlite version it ships and
+ * serves it as an asset beside PGlite's files.
+ */
+export async function makeEmptyDeviceImage(): Promise<Blob> {
+  const pglite = await PGlite.create('memory://', { initDbStartParams: [...DEVICE_INITDB_PARAMS] });
+  try {
+    return await pglite.dumpDataDir('none');
+  } finally {
+    await pglite.close();
+  }
+}
+
+/**
  * PGlite's options for `dataDir` with `assets`: on IndexedDB (`idb://name`), unless the app
  * brings its own file system, PGlite's IDBFS syncing only changes. The empty database image
  * goes only to a data dir that holds no database (`fresh`): PGlite refuses to load an image
  * over one that exists.
  */
-export function pgliteOptionsFor(dataDir: string, assets: PgliteAssets = {}, fresh = false): PgliteAssets & { readonly startParams: readonly string[] } {
+export function pgliteOptionsFor(
+  dataDir: string,
+  assets: PgliteAssets = {},
+  fresh = false,
+): PgliteAssets & { readonly startParams: readonly string[]; readonly initDbStartParams: readonly string[] } {
   const { loadDataDir, ...rest } = assets;
-  const options = { ...(fresh && loadDataDir ? { ...rest, loadDataDir } : rest), startParams: DEVICE_START_PARAMS };
+  // What IndexedDB lists says nothing of an app's own file system.
+  const surelyEmpty = fresh && !(dataDir.startsWith('idb://') && assets.fs !== undefined);
+  const options = { ...(surelyEmpty && loadDataDir ? { ...rest, loadDataDir } : rest), startParams: DEVICE_START_PARAMS, initDbStartParams: DEVICE_INITDB_PARAMS };
   if (!dataDir.startsWith('idb://') || assets.fs !== undefined) return options;
   return { ...options, fs: syncingOnlyChanges(new IdbFs(dataDir.slice('idb://'.length))) };
 }
