@@ -87,6 +87,7 @@ forEachBackend('the client library in Chromium', (backend) => {
     const profile = await launchPersistent();
     try {
       const page = await signedInPage(profile.context, user, 'idb://fieldchart-offline');
+      assert.ok((await call(page, 'marks')).includes('fieldchart:db-from-image'), 'a new IndexedDB database starts from the empty image, not initdb');
       assert.deepEqual(await call(page, 'today', day), [visitId]);
       assert.equal((await call(page, 'status')).connected, true);
 
@@ -114,6 +115,7 @@ forEachBackend('the client library in Chromium', (backend) => {
       });
       const reopened = await call(page, 'open', server.url, 'idb://fieldchart-offline');
       assert.equal(reopened.signedIn, true, 'the stored session survived the reload');
+      assert.ok(!(await call(page, 'marks')).includes('fieldchart:db-from-image'), 'the image is not loaded over the database IndexedDB holds');
       assert.equal(reopened.pending, 2, JSON.stringify(reopened));
       await disconnected(page);
       const visit = await call(page, 'visit', visitId);

@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import type { Harness } from '../fixtures/browser-client/page.ts';
+import { emptyDeviceImage } from './empty-device-image.ts';
 import { pgliteNodeOnly } from './pglite-node-stub.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -96,7 +97,10 @@ async function bundlePage(): Promise<{ page: string; worker: string }> {
   return { page: text('page.js'), worker: text('db-worker.js') };
 }
 
-const SHELL = ['/', '/page.js', '/db-worker.js', ...PGLITE_ASSETS.map((a) => `/${a}`)];
+/** The empty device image (client-lib `makeEmptyDeviceImage`), served as an app serves it: a shell asset. */
+const EMPTY_IMAGE = '/empty-device.tar';
+
+const SHELL = ['/', '/page.js', '/db-worker.js', EMPTY_IMAGE, ...PGLITE_ASSETS.map((a) => `/${a}`)];
 
 const INDEX_HTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Fieldchart client</title></head>
@@ -132,6 +136,7 @@ export async function startPageServer(): Promise<PageServer> {
     ['/page.js', { type: 'text/javascript; charset=utf-8', body: bundle.page }],
     ['/db-worker.js', { type: 'text/javascript; charset=utf-8', body: bundle.worker }],
     ['/sw.js', { type: 'text/javascript; charset=utf-8', body: SERVICE_WORKER }],
+    [EMPTY_IMAGE, { type: 'application/x-tar', body: Buffer.from(await (await emptyDeviceImage()).arrayBuffer()) }],
     ...PGLITE_ASSETS.map((a) => [`/${a}`, { type: a.endsWith('.wasm') ? 'application/wasm' : 'application/octet-stream', body: fs.readFileSync(path.join(PGLITE_DIST, a)) }] as const),
   ]);
   const server = http.createServer((req, res) => {
