@@ -19,13 +19,13 @@ import { getMeta } from '../../client-lib/src/storage/meta.ts';
 import { listFailures, listRejections, overlayEntries } from '../../client-lib/src/storage/outbox.ts';
 import { SealBrokenError } from '../../client-lib/src/storage/row-cipher.ts';
 import { StorageError } from '../../client-lib/src/storage/storage-errors.ts';
-import { emptyDeviceImage } from '../helpers/empty-device-image.ts';
 import { findTexts } from './device-bytes.ts';
 import { openDeviceDb, tempDataDir } from './support.ts';
 
 /** A device database as the client before encryption left it (schema version 2), with PHI in every place. */
 async function legacyDevice(dir: string, c: Record<'first' | 'email' | 'phone' | 'rejected' | 'parked' | 'draft' | 'staged', string>, doc: string): Promise<void> {
-  const pg = await PGlite.create(dir, { loadDataDir: await emptyDeviceImage() });
+  // PGlite's own initdb, as that client ran it: 16 MB log segments, which the scrub must clear too.
+  const pg = await PGlite.create(dir);
   try {
     await pg.exec(MIGRATIONS[0] as string);
     await pg.exec(MIGRATIONS[1] as string);
