@@ -5,7 +5,9 @@
  * - `index.html`, `manifest.webmanifest`, `icon.svg`, `sw.js`: fixed names, revalidated;
  * - `app-<hash>.js`, `app-<hash>.css`: content-hashed, cached for good;
  * - `pglite.wasm`, `pglite.data`, `initdb.wasm`: PGlite's assets, fetched beside the bundle
- *   (`new URL(<file>, import.meta.url)`), never inlined into the JavaScript.
+ *   (`new URL(<file>, import.meta.url)`), never inlined into the JavaScript;
+ * - `empty-device.tar`: the empty device database image (client-lib `makeEmptyDeviceImage`),
+ *   fetched by a device's first open only, so not in the service worker's shell.
  *
  * Each compressible file also gets a `.gz` sibling, which the server sends to clients that
  * accept gzip. The service worker's list of files and its cache version come from this build.
@@ -18,6 +20,8 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
+import { makeEmptyDeviceImage } from '../client-lib/src/index.ts';
+import { DEVICE_INITDB_PARAMS } from '../client-lib/src/storage/pglite-options.ts';
 import { pgliteNodeOnly } from './pglite-browser-stub.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -36,6 +40,30 @@ export interface FieldAppBuild {
 }
 
 const hash = (data: string | Buffer) => createHash('sha256').update(data).digest('hex').slice(0, 12);
+
+/** The image a device's first open starts from (app/src/main.ts), outside the shell. */
+export const EMPTY_DEVICE_IMAGE = 'empty-device.tar';
+
+/**
+ * The empty device image and its gzip, made once per PGlite version and initdb parameters (a
+ * PGlite initdb and a 30 MB gzip: seconds) and kept in node_modules/.cache for later builds.
+ */
+function emptyDeviceImage(): Promise<{ tar: Buffer; gz: Buffer }> {
+  const version = (JSON.parse(fs.readFileSync(path.join(PGLITE_DIST, '..', 'package.json'), 'utf8')) as { version: string }).version;
+  const cached = path.join(root, 'node_modules/.cache', `fieldchart-empty-device-${version}-${hash(JSON.stringify(DEVICE_INITDB_PARAMS))}.tar`);
+  if (fs.existsSync(cached) && fs.existsSync(`${cached}.gz`)) return Promise.resolve({ tar: fs.readFileSync(cached), gz: fs.readFileSync(`${cached}.gz`) });
+  return makeEmptyDeviceImage().then(async (blob) => {
+    const tar = Buffer.from(await blob.arrayBuffer());
+    const gz = gzipSync(tar, { level: 9 });
+    fs.mkdirSync(path.dirname(cached), { recursive: true });
+    // Renamed into place: a build beside this one never reads half a file.
+    for (const [file, body] of [[`${cached}.gz`, gz], [cached, tar]] as const) {
+      fs.writeFileSync(`${file}.${process.pid}`, body);
+      fs.renameSync(`${file}.${process.pid}`, file);
+    }
+    return { tar, gz };
+  });
+}
 
 /** Builds the app into `outDir` (replacing it); answers what it wrote. */
 export async function buildFieldApp(outDir: string = path.join(APP, 'dist')): Promise<FieldAppBuild> {
@@ -72,6 +100,7 @@ export async function buildFieldApp(outDir: string = path.join(APP, 'dist')): Pr
   const version = hash(Buffer.concat([...files.values()]));
   const worker = `const SHELL = ${JSON.stringify(shell)};\nconst VERSION = ${JSON.stringify(version)};\n${fs.readFileSync(path.join(APP, 'src/sw.js'), 'utf8')}`;
   files.set('sw.js', Buffer.from(worker));
+  const image = await emptyDeviceImage();
 
   fs.rmSync(outDir, { recursive: true, force: true });
   fs.mkdirSync(outDir, { recursive: true });
@@ -79,6 +108,8 @@ export async function buildFieldApp(outDir: string = path.join(APP, 'dist')): Pr
     fs.writeFileSync(path.join(outDir, name), body);
     if (!name.endsWith('.svg') && body.length > 1024) fs.writeFileSync(path.join(outDir, `${name}.gz`), gzipSync(body, { level: 9 }));
   }
+  fs.writeFileSync(path.join(outDir, EMPTY_DEVICE_IMAGE), image.tar);
+  fs.writeFileSync(path.join(outDir, `${EMPTY_DEVICE_IMAGE}.gz`), image.gz);
   const code = [Buffer.from(bundle.contents), css];
   return {
     dir: outDir,

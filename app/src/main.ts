@@ -97,6 +97,16 @@ async function showFirstScreen(): Promise<void> {
   showVisitList(el('main'), data, null);
 }
 
+/**
+ * The empty database a phone's first open starts from instead of running initdb (the build's
+ * `empty-device.tar`, 4.4 MB gzipped): fetched only then. Offline or missing, initdb runs.
+ */
+async function emptyDeviceImage(): Promise<Blob> {
+  const res = await fetch('./empty-device.tar');
+  if (!res.ok) throw new Error(`empty-device.tar: ${res.status}`);
+  return res.blob();
+}
+
 async function boot(): Promise<void> {
   // When the bundle has been fetched, parsed and evaluated: the part of a start before any work.
   startMark('fieldchart:app-script');
@@ -105,7 +115,7 @@ async function boot(): Promise<void> {
   // loaded from IndexedDB) would otherwise queue behind.
   await showFirstScreen();
   try {
-    const client = await createFieldchartClient({ baseUrl: location.origin, dataDir: DATA_DIR });
+    const client = await createFieldchartClient({ baseUrl: location.origin, dataDir: DATA_DIR, pglite: { loadDataDir: emptyDeviceImage } });
     start(client);
   } catch (err) {
     replace(el('main'), h('p', { class: 'error', role: 'alert' }, `This phone's storage could not be opened: ${messageOf(err)}`));

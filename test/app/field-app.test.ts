@@ -95,6 +95,8 @@ onEmbeddedBackend('the field app at /app in Chromium', (backend) => {
       await page.locator(`#today [data-visit="${visitId}"]`).waitFor();
       await page.locator(`#upcoming [data-visit="${laterId}"]`).waitFor();
       assert.equal(await listReceipt(page, visitId), null, 'nothing written on this phone yet');
+      const fromImage = () => page.evaluate(() => performance.getEntriesByName('fieldchart:db-from-image').length > 0);
+      assert.equal(await fromImage(), true, 'the first open started from the app’s empty-device.tar, not initdb');
       // The shell is in the service worker's cache before the network goes.
       await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
       await screenshot(page, 'visits');
@@ -125,6 +127,7 @@ onEmbeddedBackend('the field app at /app in Chromium', (backend) => {
       // Reloaded while offline: the shell from the service worker, the data from IndexedDB.
       await page.reload();
       await page.locator('main[data-rendered="visit"]').waitFor();
+      assert.equal(await fromImage(), false, 'the database IndexedDB holds is opened, not replaced');
       await page.locator('#offline-banner').waitFor({ state: 'visible' });
       assert.deepEqual(await page.locator('#timer-events li').evaluateAll((els) => els.map((e) => e.getAttribute('data-event'))), ['start_travel', 'arrive']);
       assert.equal(await page.getByLabel('Total miles').inputValue(), '18.4');

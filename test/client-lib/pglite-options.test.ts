@@ -11,29 +11,46 @@ import { openLocalDb } from '../../client-lib/src/storage/local-db.ts';
 import { pgliteOptionsFor } from '../../client-lib/src/storage/pglite-options.ts';
 import { openDeviceDb, tempDataDir } from './support.ts';
 
-test('an idb:// database gets the gated IndexedDB file system; an app’s own fs and other data dirs are left as they are', () => {
-  const idb = pgliteOptionsFor('idb://fieldchart-app').fs;
+test('an idb:// database gets the gated IndexedDB file system; an app’s own fs and other data dirs are left as they are', async () => {
+  const idb = (await pgliteOptionsFor('idb://fieldchart-app')).fs;
   assert.ok(idb instanceof IdbFs);
   // The gate replaces the instance's sync (the class's own stays PGlite's).
   assert.ok(Object.hasOwn(idb, 'syncToFs') && Object.hasOwn(idb, 'initialSyncFs'));
   const own = new MemoryFS();
-  assert.equal(pgliteOptionsFor('idb://fieldchart-app', { fs: own }).fs, own);
+  assert.equal((await pgliteOptionsFor('idb://fieldchart-app', { fs: own })).fs, own);
   assert.equal(Object.hasOwn(own, 'syncToFs'), false);
-  assert.equal(pgliteOptionsFor('memory://').fs, undefined);
-  assert.equal(pgliteOptionsFor('/var/lib/app').fs, undefined);
+  assert.equal((await pgliteOptionsFor('memory://')).fs, undefined);
+  assert.equal((await pgliteOptionsFor('/var/lib/app')).fs, undefined);
 });
 
-test('the empty image goes only where the data dir surely holds no database: not over an app’s own file system', () => {
+test('the empty image goes only where the data dir surely holds no database: not over an app’s own file system', async () => {
   const loadDataDir = new Blob([]);
-  assert.equal(pgliteOptionsFor('idb://fieldchart-app', { loadDataDir }, true).loadDataDir, loadDataDir);
-  assert.equal(pgliteOptionsFor('idb://fieldchart-app', { loadDataDir }, false).loadDataDir, undefined);
-  assert.equal(pgliteOptionsFor('idb://fieldchart-app', { loadDataDir, fs: new MemoryFS() }, true).loadDataDir, undefined);
-  assert.equal(pgliteOptionsFor('memory://', { loadDataDir }, true).loadDataDir, loadDataDir);
+  assert.equal((await pgliteOptionsFor('idb://fieldchart-app', { loadDataDir }, true)).loadDataDir, loadDataDir);
+  assert.equal((await pgliteOptionsFor('idb://fieldchart-app', { loadDataDir }, false)).loadDataDir, undefined);
+  assert.equal((await pgliteOptionsFor('idb://fieldchart-app', { loadDataDir, fs: new MemoryFS() }, true)).loadDataDir, undefined);
+  assert.equal((await pgliteOptionsFor('memory://', { loadDataDir }, true)).loadDataDir, loadDataDir);
 });
 
-test('every device database starts with PGlite’s own parameters and 16 MB of shared buffers', () => {
+test('an image given as a loader is loaded only for a data dir that holds no database; a loader that fails leaves initdb to run', async () => {
+  const image = new Blob([]);
+  let loads = 0;
+  const loader = async () => {
+    loads++;
+    return image;
+  };
+  assert.equal((await pgliteOptionsFor('idb://fieldchart-app', { loadDataDir: loader }, false)).loadDataDir, undefined);
+  assert.equal(loads, 0, 'not loaded for a database that may exist');
+  assert.equal((await pgliteOptionsFor('idb://fieldchart-app', { loadDataDir: loader }, true)).loadDataDir, image);
+  assert.equal(loads, 1);
+  const offline = async (): Promise<Blob> => {
+    throw new TypeError('Failed to fetch');
+  };
+  assert.equal((await pgliteOptionsFor('memory://', { loadDataDir: offline }, true)).loadDataDir, undefined);
+});
+
+test('every device database starts with PGlite’s own parameters and 16 MB of shared buffers', async () => {
   for (const dir of ['memory://', 'idb://fieldchart-app', '/var/lib/app']) {
-    const { startParams } = pgliteOptionsFor(dir);
+    const { startParams } = await pgliteOptionsFor(dir);
     assert.deepEqual(startParams.slice(0, PGlite.defaultStartParams.length), PGlite.defaultStartParams, dir);
     assert.deepEqual(startParams.slice(PGlite.defaultStartParams.length), ['-c', 'shared_buffers=16MB'], dir);
   }

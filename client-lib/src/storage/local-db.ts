@@ -207,10 +207,11 @@ async function openPglite(dataDir: string, options: OpenLocalDbOptions): Promise
     ? // This tab's handle: queries go to whichever tab's worker leads (shared-db.ts).
       PGliteWorker.create(options.worker(), { dataDir, id: tabNames(dataDir).database })
     : // PgliteAssets is PGlite's options by shape (see pglite-assets.ts PgliteFilesystem).
-      surelyHoldsNoDatabase(dataDir).then((fresh) => {
+      surelyHoldsNoDatabase(dataDir).then(async (fresh) => {
+        const pgliteOptions = await pgliteOptionsFor(dataDir, options.pglite, fresh);
         // For an app's trace and the browser tests: this first open started from the image, not initdb.
-        if (fresh && options.pglite?.loadDataDir) startMark('fieldchart:db-from-image');
-        return PGlite.create(dataDir, pgliteOptionsFor(dataDir, options.pglite, fresh) as PGliteOptions);
+        if (pgliteOptions.loadDataDir) startMark('fieldchart:db-from-image');
+        return PGlite.create(dataDir, pgliteOptions as PGliteOptions);
       });
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeoutMs = options.openTimeoutMs ?? DEFAULT_OPEN_TIMEOUT_MS;

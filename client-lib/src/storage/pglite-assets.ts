@@ -23,7 +23,9 @@ export interface PgliteAssets {
    * which a device's first open starts instead of running initdb: a client opened in 0.8–0.9 s
    * with it and 2.4–2.6 s without, on a server core (more on a phone). Used where the data dir
    * surely holds no database yet: in memory, a Node directory without one, or an IndexedDB
-   * database the browser does not list; elsewhere initdb runs, and this is ignored.
+   * database the browser does not list; elsewhere initdb runs, and this is ignored. A function
+   * is called only then (an app fetches the image only for a first open); if it fails, initdb
+   * runs instead.
    */
-  readonly loadDataDir?: Blob;
+  readonly loadDataDir?: Blob | (() => Promise<Blob>);
 }

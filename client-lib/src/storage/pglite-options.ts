@@ -42,17 +42,28 @@ export async function makeEmptyDeviceImage(): Promise<Blob> {
  * PGlite's options for `dataDir` with `assets`: on IndexedDB (`idb://name`), unless the app
  * brings its own file system, PGlite's IDBFS syncing only changes. The empty database image
  * goes only to a data dir that holds no database (`fresh`): PGlite refuses to load an image
- * over one that exists.
+ * over one that exists. An image given as a loader is loaded only then.
  */
-export function pgliteOptionsFor(
+export async function pgliteOptionsFor(
   dataDir: string,
   assets: PgliteAssets = {},
   fresh = false,
-): PgliteAssets & { readonly startParams: readonly string[]; readonly initDbStartParams: readonly string[] } {
+): Promise<Omit<PgliteAssets, 'loadDataDir'> & { readonly loadDataDir?: Blob; readonly startParams: readonly string[]; readonly initDbStartParams: readonly string[] }> {
   const { loadDataDir, ...rest } = assets;
   // What IndexedDB lists says nothing of an app's own file system.
   const surelyEmpty = fresh && !(dataDir.startsWith('idb://') && assets.fs !== undefined);
-  const options = { ...(surelyEmpty && loadDataDir ? { ...rest, loadDataDir } : rest), startParams: DEVICE_START_PARAMS, initDbStartParams: DEVICE_INITDB_PARAMS };
+  const image = surelyEmpty && loadDataDir ? await loadedImage(loadDataDir) : undefined;
+  const options = { ...rest, ...(image ? { loadDataDir: image } : {}), startParams: DEVICE_START_PARAMS, initDbStartParams: DEVICE_INITDB_PARAMS };
   if (!dataDir.startsWith('idb://') || assets.fs !== undefined) return options;
   return { ...options, fs: syncingOnlyChanges(new IdbFs(dataDir.slice('idb://'.length))) };
+}
+
+/** The image, or undefined where the app's loader failed (offline at a first open): initdb makes the database then. */
+async function loadedImage(image: Blob | (() => Promise<Blob>)): Promise<Blob | undefined> {
+  if (typeof image !== 'function') return image;
+  try {
+    return await image();
+  } catch {
+    return undefined;
+  }
 }

@@ -44,7 +44,7 @@ export function runDatabaseWorker(assets: PgliteAssets = {}): void {
     // PgliteAssets is PGlite's options by shape (pglite-assets.ts PgliteFilesystem).
     init: async (options) => {
       const dataDir = options.dataDir ?? 'memory://';
-      return PGlite.create(dataDir, pgliteOptionsFor(dataDir, assets, await surelyHoldsNoDatabase(dataDir)) as PGliteOptions);
+      return PGlite.create(dataDir, (await pgliteOptionsFor(dataDir, assets, await surelyHoldsNoDatabase(dataDir))) as PGliteOptions);
     },
   });
 }
