@@ -99,10 +99,11 @@ async function showFirstScreen(): Promise<void> {
 
 /**
  * The empty database a phone's first open starts from instead of running initdb (the build's
- * `empty-device.tar`, 4.4 MB gzipped): fetched only then. Offline or missing, initdb runs.
+ * `empty-device.tar`, 4.4 MB gzipped): fetched only then. Offline, missing or too slow (the
+ * client aborts it), initdb runs.
  */
-async function emptyDeviceImage(): Promise<Blob> {
-  const res = await fetch('./empty-device.tar');
+async function emptyDeviceImage(signal: AbortSignal): Promise<Blob> {
+  const res = await fetch('./empty-device.tar', { signal });
   if (!res.ok) throw new Error(`empty-device.tar: ${res.status}`);
   return res.blob();
 }

@@ -31,7 +31,7 @@ test('the empty image goes only where the data dir surely holds no database: not
   assert.equal((await pgliteOptionsFor('memory://', { loadDataDir }, true)).loadDataDir, loadDataDir);
 });
 
-test('an image given as a loader is loaded only for a data dir that holds no database; a loader that fails leaves initdb to run', async () => {
+test('an image given as a loader is loaded only for a data dir that holds no database; a loader that fails or stalls leaves initdb to run', async () => {
   const image = new Blob([]);
   let loads = 0;
   const loader = async () => {
@@ -46,6 +46,16 @@ test('an image given as a loader is loaded only for a data dir that holds no dat
     throw new TypeError('Failed to fetch');
   };
   assert.equal((await pgliteOptionsFor('memory://', { loadDataDir: offline }, true)).loadDataDir, undefined);
+  // A download that does not end (a slow network): given up after the wait, its fetch aborted.
+  let aborted: AbortSignal | null = null;
+  const stalled = (signal: AbortSignal) =>
+    new Promise<Blob>(() => {
+      aborted = signal;
+    });
+  const started = performance.now();
+  assert.equal((await pgliteOptionsFor('memory://', { loadDataDir: stalled }, true, 100)).loadDataDir, undefined);
+  assert.ok(performance.now() - started < 5_000, 'the open goes on to initdb after the wait');
+  assert.equal((aborted as AbortSignal | null)?.aborted, true, 'the loader is told to stop');
 });
 
 test('every device database starts with PGlite’s own parameters and 16 MB of shared buffers', async () => {

@@ -24,8 +24,8 @@ export interface PgliteAssets {
    * with it and 2.4–2.6 s without, on a server core (more on a phone). Used where the data dir
    * surely holds no database yet: in memory, a Node directory without one, or an IndexedDB
    * database the browser does not list; elsewhere initdb runs, and this is ignored. A function
-   * is called only then (an app fetches the image only for a first open); if it fails, initdb
-   * runs instead.
+   * is called only then (an app fetches the image only for a first open); if it fails, or has
+   * not answered within 15 s (then its signal aborts: a slow network), initdb runs instead.
    */
-  readonly loadDataDir?: Blob | (() => Promise<Blob>);
+  readonly loadDataDir?: Blob | ((signal: AbortSignal) => Promise<Blob>);
 }

@@ -48,22 +48,38 @@ export async function pgliteOptionsFor(
   dataDir: string,
   assets: PgliteAssets = {},
   fresh = false,
+  imageWaitMs = IMAGE_WAIT_MS,
 ): Promise<Omit<PgliteAssets, 'loadDataDir'> & { readonly loadDataDir?: Blob; readonly startParams: readonly string[]; readonly initDbStartParams: readonly string[] }> {
   const { loadDataDir, ...rest } = assets;
   // What IndexedDB lists says nothing of an app's own file system.
   const surelyEmpty = fresh && !(dataDir.startsWith('idb://') && assets.fs !== undefined);
-  const image = surelyEmpty && loadDataDir ? await loadedImage(loadDataDir) : undefined;
+  const image = surelyEmpty && loadDataDir ? await loadedImage(loadDataDir, imageWaitMs) : undefined;
   const options = { ...rest, ...(image ? { loadDataDir: image } : {}), startParams: DEVICE_START_PARAMS, initDbStartParams: DEVICE_INITDB_PARAMS };
   if (!dataDir.startsWith('idb://') || assets.fs !== undefined) return options;
   return { ...options, fs: syncingOnlyChanges(new IdbFs(dataDir.slice('idb://'.length))) };
 }
 
-/** The image, or undefined where the app's loader failed (offline at a first open): initdb makes the database then. */
-async function loadedImage(image: Blob | (() => Promise<Blob>)): Promise<Blob | undefined> {
+/**
+ * How long a first open waits for an app's image loader before it runs initdb instead: a
+ * download on a slow network must not eat the open's own deadline (60 s), where it would fail
+ * the open as storage that cannot be opened. initdb takes a few seconds on a phone.
+ */
+const IMAGE_WAIT_MS = 15_000;
+
+/** The image, or undefined where the app's loader failed or was too slow (its signal then aborts): initdb makes the database. */
+async function loadedImage(image: Blob | ((signal: AbortSignal) => Promise<Blob>), waitMs: number): Promise<Blob | undefined> {
   if (typeof image !== 'function') return image;
+  const abort = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const tooSlow = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => {
+      abort.abort(new Error(`the empty device image did not load within ${waitMs} ms`));
+      resolve(undefined);
+    }, waitMs);
+  });
   try {
-    return await image();
-  } catch {
-    return undefined;
+    return await Promise.race([image(abort.signal).catch(() => undefined), tooSlow]);
+  } finally {
+    clearTimeout(timer);
   }
 }
