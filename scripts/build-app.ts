@@ -21,7 +21,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 import { makeEmptyDeviceImage } from '../client-lib/src/index.ts';
-import { DEVICE_INITDB_PARAMS } from '../client-lib/src/storage/pglite-options.ts';
+import { EMPTY_IMAGE_KIND } from '../client-lib/src/storage/pglite-options.ts';
 import { pgliteNodeOnly } from './pglite-browser-stub.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -48,21 +48,19 @@ export const EMPTY_DEVICE_IMAGE = 'empty-device.tar';
  * The empty device image and its gzip, made once per PGlite version and initdb parameters (a
  * PGlite initdb and a 30 MB gzip: seconds) and kept in node_modules/.cache for later builds.
  */
-function emptyDeviceImage(): Promise<{ tar: Buffer; gz: Buffer }> {
+async function emptyDeviceImage(): Promise<{ tar: Buffer; gz: Buffer }> {
   const version = (JSON.parse(fs.readFileSync(path.join(PGLITE_DIST, '..', 'package.json'), 'utf8')) as { version: string }).version;
-  const cached = path.join(root, 'node_modules/.cache', `fieldchart-empty-device-${version}-${hash(JSON.stringify(DEVICE_INITDB_PARAMS))}.tar`);
-  if (fs.existsSync(cached) && fs.existsSync(`${cached}.gz`)) return Promise.resolve({ tar: fs.readFileSync(cached), gz: fs.readFileSync(`${cached}.gz`) });
-  return makeEmptyDeviceImage().then(async (blob) => {
-    const tar = Buffer.from(await blob.arrayBuffer());
-    const gz = gzipSync(tar, { level: 9 });
-    fs.mkdirSync(path.dirname(cached), { recursive: true });
-    // Renamed into place: a build beside this one never reads half a file.
-    for (const [file, body] of [[`${cached}.gz`, gz], [cached, tar]] as const) {
-      fs.writeFileSync(`${file}.${process.pid}`, body);
-      fs.renameSync(`${file}.${process.pid}`, file);
-    }
-    return { tar, gz };
-  });
+  const cached = path.join(root, 'node_modules/.cache', `fieldchart-empty-device-${version}-${EMPTY_IMAGE_KIND}.tar`);
+  if (fs.existsSync(cached) && fs.existsSync(`${cached}.gz`)) return { tar: fs.readFileSync(cached), gz: fs.readFileSync(`${cached}.gz`) };
+  const tar = Buffer.from(await (await makeEmptyDeviceImage()).arrayBuffer());
+  const gz = gzipSync(tar, { level: 9 });
+  fs.mkdirSync(path.dirname(cached), { recursive: true });
+  // Renamed into place: a build beside this one never reads half a file.
+  for (const [file, body] of [[`${cached}.gz`, gz], [cached, tar]] as const) {
+    fs.writeFileSync(`${file}.${process.pid}`, body);
+    fs.renameSync(`${file}.${process.pid}`, file);
+  }
+  return { tar, gz };
 }
 
 /** Builds the app into `outDir` (replacing it); answers what it wrote. */

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { makeEmptyDeviceImage } from '../../client-lib/src/index.ts';
+import { EMPTY_IMAGE_KIND } from '../../client-lib/src/storage/pglite-options.ts';
 import { cachedArchive } from './backends.ts';
 
 const version = (JSON.parse(fs.readFileSync(path.resolve('node_modules/@electric-sql/pglite/package.json'), 'utf8')) as { version: string }).version;
@@ -13,5 +14,5 @@ const version = (JSON.parse(fs.readFileSync(path.resolve('node_modules/@electric
 let image: Promise<Blob> | null = null;
 
 export function emptyDeviceImage(): Promise<Blob> {
-  return (image ??= cachedArchive(`device-empty-pglite-${version}-wal1.tar`, makeEmptyDeviceImage));
+  return (image ??= cachedArchive(`device-empty-pglite-${version}-${EMPTY_IMAGE_KIND}.tar`, makeEmptyDeviceImage));
 }

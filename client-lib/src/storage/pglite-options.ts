@@ -25,6 +25,13 @@ const DEVICE_START_PARAMS: readonly string[] = [...PGlite.defaultStartParams, '-
 export const DEVICE_INITDB_PARAMS: readonly string[] = ['--wal-segsize=1'];
 
 /**
+ * What an image made by `makeEmptyDeviceImage` depends on besides PGlite's version: a file name
+ * part for those who keep one made (the app build, the tests), so a change of parameters makes
+ * a new one.
+ */
+export const EMPTY_IMAGE_KIND = DEVICE_INITDB_PARAMS.join('_').replace(/[^\w=.-]/g, '_');
+
+/**
  * An image of a new, empty device database (PgliteAssets `loadDataDir`), made as a device's
  * initdb would make it. An app makes it at build time with the PGlite version it ships and
  * serves it as an asset beside PGlite's files.
@@ -51,11 +58,12 @@ export async function pgliteOptionsFor(
   imageWaitMs = IMAGE_WAIT_MS,
 ): Promise<Omit<PgliteAssets, 'loadDataDir'> & { readonly loadDataDir?: Blob; readonly startParams: readonly string[]; readonly initDbStartParams: readonly string[] }> {
   const { loadDataDir, ...rest } = assets;
+  const onIdb = dataDir.startsWith('idb://');
   // What IndexedDB lists says nothing of an app's own file system.
-  const surelyEmpty = fresh && !(dataDir.startsWith('idb://') && assets.fs !== undefined);
+  const surelyEmpty = fresh && !(onIdb && assets.fs !== undefined);
   const image = surelyEmpty && loadDataDir ? await loadedImage(loadDataDir, imageWaitMs) : undefined;
   const options = { ...rest, ...(image ? { loadDataDir: image } : {}), startParams: DEVICE_START_PARAMS, initDbStartParams: DEVICE_INITDB_PARAMS };
-  if (!dataDir.startsWith('idb://') || assets.fs !== undefined) return options;
+  if (!onIdb || assets.fs !== undefined) return options;
   return { ...options, fs: syncingOnlyChanges(new IdbFs(dataDir.slice('idb://'.length))) };
 }
 
