@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sweepLeftovers } from './helpers/leftovers.ts';
+import { TEST_NODE_FLAGS } from './helpers/node-flags.ts';
 
 const root = path.dirname(fileURLToPath(import.meta.url));
 const filters = process.argv.slice(2);
@@ -113,6 +114,9 @@ function printSlowest(): void {
 const child = spawn(
   process.execPath,
   [
+    // PGlite's WebAssembly compiled by V8's baseline compiler only (helpers/node-flags.ts); the
+    // test runner hands these flags on to every file's process.
+    ...TEST_NODE_FLAGS,
     '--import',
     'tsx',
     '--test',

@@ -9,6 +9,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { eventually } from './eventually.ts';
+import { TEST_NODE_FLAGS } from './node-flags.ts';
 import { API } from './test-server.ts';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -43,7 +44,7 @@ export function cliEntry(): string {
 /** Runs `fieldchart <args>` to completion. */
 export function runCli(args: readonly string[], env: Record<string, string | undefined>, timeoutMs = 120_000): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cliEntry(), ...args], {
+    const child = spawn(process.execPath, [...TEST_NODE_FLAGS, cliEntry(), ...args], {
       cwd: repoRoot,
       env: childEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -115,7 +116,7 @@ export function spawnServer(
         ? [path.join(built, 'server/main.js')]
         : ['--import', 'tsx', path.join(repoRoot, 'server/src/main.ts')];
   const [command, ...prefix] = opts.wrap && opts.wrap.length > 0 ? [...opts.wrap, process.execPath] : [process.execPath];
-  const child = spawn(command as string, [...prefix, ...args], {
+  const child = spawn(command as string, [...prefix, ...TEST_NODE_FLAGS, ...args], {
     cwd: repoRoot,
     env: childEnv({ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
