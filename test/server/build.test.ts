@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { promisify } from 'node:util';
 import { childEnv, killAllServers, repoRoot, spawnServer } from '../helpers/processes.ts';
+import { TEST_NODE_FLAGS } from '../helpers/node-flags.ts';
 
 const run = promisify(execFile);
 // Inside the checkout, so the external packages resolve from its node_modules.
@@ -59,8 +60,8 @@ test('the built server and CLI run on plain node', async () => {
   assert.equal(unknown.status, 404);
   assert.equal(unknown.headers.get('cache-control'), 'no-store');
   await unknown.arrayBuffer();
-  // No loader in the process: `node <entry>` and nothing else.
-  assert.deepEqual(server.child.spawnargs.slice(1), [serverEntry]);
+  // No loader in the process: `node <entry>` with the tests' V8 flags and nothing else.
+  assert.deepEqual(server.child.spawnargs.slice(1), [...TEST_NODE_FLAGS, serverEntry]);
 
   // The built CLI reaches the running server through its admin socket.
   const env = childEnv({ FIELDCHART_DATA_DIR: dataDir });
