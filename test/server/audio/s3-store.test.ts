@@ -96,6 +96,34 @@ forEachBackend('audio: S3-compatible store', (backend) => {
     assert.equal(s3.objects.size, objects + 1);
   });
 
+  test('a job asked to stop gives up its read of a quiet store at once, before any decrypted file is used', async (t) => {
+    const { user, visit } = await clinicianWithVisit(server);
+    const file = tempFile('stop.wav', fs.readFileSync(speech('wav')));
+    const res = await upload(server, user.token, [fileOf(file), { name: 'schedule_uuid', value: visit }]);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    s3.stall(true);
+    const stop = new AbortController();
+    const STOP_AFTER_MS = 200;
+    setTimeout(() => stop.abort(new Error('the worker is stopping')), STOP_AFTER_MS);
+    let ran = false;
+    const started = performance.now();
+    try {
+      await assert.rejects(
+        server.runtime.services.audio.withPlainFile(res.body.data.uuid, async () => (ran = true), stop.signal),
+      );
+    } finally {
+      s3.stall(false);
+    }
+    const ms = performance.now() - started;
+    t.diagnostic(`gave up after ${ms.toFixed(0)} ms`);
+    // Without the signal the read waits out the SDK's tries of S3_TIMEOUT_MS each (the test above).
+    assert.ok(ms < S3_TIMEOUT_MS / 2, `gave up after ${ms.toFixed(0)} ms, not at once`);
+    assert.equal(ran, false);
+    // The store answering again, the same read works.
+    const plain = await server.runtime.services.audio.withPlainFile(res.body.data.uuid, async (p) => fs.statSync(p).size);
+    assert.equal(plain, fs.statSync(file).size);
+  });
+
   test('over the cap: 413 and no object or open multipart upload is left', async () => {
     const { user, visit } = await clinicianWithVisit(server);
     const before = s3.objects.size;

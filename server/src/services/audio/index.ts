@@ -255,12 +255,12 @@ export function createAudio(deps: AudioDeps) {
   type Row = NonNullable<Awaited<ReturnType<typeof rowOf>>>;
 
   /** Plaintext of bytes [start, end] (inclusive) of a stored file, read frame by frame. */
-  async function plainStream(row: Row, range?: { start: number; end: number }): Promise<Readable> {
+  async function plainStream(row: Row, range?: { start: number; end: number }, signal?: AbortSignal): Promise<Readable> {
     const store = stores.byKind(row.store);
     const key = openKey(row.id, row.dataKeyEnc);
     const last = lastFrameIndex(row.bytes);
     if (!range) {
-      const cipher = await store.get(row.storageKey);
+      const cipher = await store.get(row.storageKey, undefined, signal);
       const plain = new FrameDecryptor(key, row.id, { requireLast: true, lastIndex: last });
       cipher.on('error', (err) => plain.destroy(err));
       return cipher.pipe(plain);
@@ -335,16 +335,17 @@ export function createAudio(deps: AudioDeps) {
 
     /**
      * Runs `fn` on the decrypted file (a 0600 file in a 0700 temp directory), removed after,
-     * whatever happens. For the pipeline's ffprobe/ffmpeg, which need a path.
+     * whatever happens. For the pipeline's ffprobe/ffmpeg, which need a path. `signal` (a job's)
+     * gives up the read: the store's request and the copy.
      */
-    async withPlainFile<T>(audioUuid: string, fn: (path: string) => Promise<T>): Promise<T> {
+    async withPlainFile<T>(audioUuid: string, fn: (path: string) => Promise<T>, signal?: AbortSignal): Promise<T> {
       const row = await rowOf(audioUuid);
       if (!row) throw new NotFound('Audio not found');
       const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'fieldchart-audio-'));
       try {
         await fs.chmod(dir, 0o700);
         const file = path.join(dir, `audio.${row.format}`);
-        await pipeline(await plainStream(row), createWriteStream(file, { mode: 0o600, flags: 'wx' }));
+        await pipeline(await plainStream(row, undefined, signal), createWriteStream(file, { mode: 0o600, flags: 'wx' }), signal ? { signal } : {});
         return await fn(file);
       } finally {
         await fs.rm(dir, { recursive: true, force: true });

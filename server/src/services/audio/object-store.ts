@@ -14,8 +14,11 @@ export interface ObjectStore {
   readonly kind: 'local' | 's3';
   /** Writes the stream as the object; a failed write leaves nothing behind. */
   put(key: string, body: Readable): Promise<void>;
-  /** The object, or bytes [start, end] (inclusive) of it. */
-  get(key: string, range?: { start: number; end: number }): Promise<Readable>;
+  /**
+   * The object, or bytes [start, end] (inclusive) of it. `signal` gives up the request (a job
+   * asked to stop must not wait out a quiet store's timeouts).
+   */
+  get(key: string, range?: { start: number; end: number }, signal?: AbortSignal): Promise<Readable>;
   /** Deleting a missing object is not an error. */
   delete(key: string): Promise<void>;
 }
@@ -44,7 +47,8 @@ export function createLocalObjectStore(root: string): ObjectStore {
         throw err;
       }
     },
-    async get(key, range) {
+    async get(key, range, signal) {
+      signal?.throwIfAborted();
       const file = fileOf(key);
       // Opened before the stream is handed out, so a missing file is an error here, not mid-response.
       const handle = await fs.open(file, 'r');
@@ -100,11 +104,12 @@ export function createS3ObjectStore(cfg: S3Config): ObjectStore {
       });
       await upload.done();
     },
-    async get(key, range) {
+    async get(key, range, signal) {
       const { s3, client } = await load();
       try {
         const out = await client.send(
           new s3.GetObjectCommand({ Bucket: cfg.bucket, Key: checkKey(key), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+          signal ? { abortSignal: signal } : {},
         );
         if (!out.Body) throw new Error('S3 object has no body');
         return out.Body as Readable;

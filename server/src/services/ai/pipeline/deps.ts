@@ -15,8 +15,8 @@ import type { SpeechToText } from '../stt/types.ts';
 export type PipelineAudioFormat = 'm4a' | 'wav' | 'mp3';
 
 export interface PipelineAudio {
-  /** The recording decrypted to a private temporary file for the duration of `fn`. */
-  withPlainFile<T>(audioUuid: string, fn: (path: string) => Promise<T>): Promise<T>;
+  /** The recording decrypted to a private temporary file for the duration of `fn`; `signal` gives up the read. */
+  withPlainFile<T>(audioUuid: string, fn: (path: string) => Promise<T>, signal?: AbortSignal): Promise<T>;
 }
 
 export interface PipelineMedia {

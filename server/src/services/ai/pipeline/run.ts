@@ -122,7 +122,7 @@ export function createRunner(deps: AiPipelineDeps) {
           } finally {
             await fs.rm(dir, { recursive: true, force: true });
           }
-        });
+        }, signal);
         if (!transcript.text.trim()) {
           throw new PipelineFailure(
             'no_speech',
