@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { backends, serverDataDir } from '../../../helpers/backends.ts';
 import { eventually } from '../../../helpers/eventually.ts';
+import { TEST_NODE_FLAGS } from '../../../helpers/node-flags.ts';
 import { childEnv, repoRoot, runCli } from '../../../helpers/processes.ts';
 import { startTestServer } from '../../../helpers/test-server.ts';
 import { clinicianWithVisit, spokenWav, statusOf, submitted } from './pipeline-fixtures.ts';
@@ -25,7 +26,7 @@ after(async () => {
 });
 
 function spawnWorker(env: Record<string, string | undefined>) {
-  const child: ChildProcess = spawn(process.execPath, [path.join(repoRoot, 'cli/bin/fieldchart.js'), 'worker'], {
+  const child: ChildProcess = spawn(process.execPath, [...TEST_NODE_FLAGS, path.join(repoRoot, 'cli/bin/fieldchart.js'), 'worker'], {
     cwd: repoRoot,
     env: childEnv({ LOG_LEVEL: 'info', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
