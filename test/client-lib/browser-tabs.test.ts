@@ -179,4 +179,34 @@ onEmbeddedBackend('two tabs of the client library in Chromium', (backend) => {
       await context.close();
     }
   });
+
+  // PGlite's tab client posts a call to the leader's worker on a BroadcastChannel, which keeps
+  // nothing for a listener that is not there yet: a call made between the old leader's end and
+  // the new one's `connected` (a statement's lock release after its leader went) reached nobody
+  // and waited for ever, and with it the engine's queue (patches/README.md).
+  test('reads in a tab while the leading tab closes all answer, none waits for ever', TEST, async () => {
+    const day = new Date().toISOString().slice(0, 10);
+    const dataDir = 'idb://fieldchart-handover';
+    const context = await browser.newContext();
+    try {
+      const a = await context.newPage();
+      await openShell(a, pages.origin);
+      await call(a, 'openShared', server.url, dataDir);
+      const b = await context.newPage();
+      await openShell(b, pages.origin);
+      await call(b, 'openShared', server.url, dataDir);
+      const reads = call(b, 'readLoop', 8_000, day, 30_000);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await a.close();
+      const r = await reads;
+      assert.equal(r.stuck, false, `a read neither answered nor failed within 30 s (${r.ok} answered, failed: ${r.failed.join(', ') || 'none'})`);
+      // The read the closing tab's worker had taken is made again (local-db.ts): no failure.
+      assert.deepEqual(r.failed, []);
+      assert.ok(r.ok > 0);
+      assert.deepEqual(await call(b, 'today', day), [], 'b reads from its own worker now');
+      await call(b, 'close');
+    } finally {
+      await context.close();
+    }
+  });
 });

@@ -4,7 +4,7 @@
  * (IndexedDB, browsers), or a directory path (Node).
  */
 import { PGlite, type PGliteInterface, type PGliteOptions } from '@electric-sql/pglite';
-import { PGliteWorker } from '@electric-sql/pglite/worker';
+import { LeaderChangedError, PGliteWorker } from '@electric-sql/pglite/worker';
 import { deviceKeyStoreFor, firstScreenStoreFor, surelyHoldsNoDatabase } from '#device-key';
 import type { DeviceKeyStore } from './device-key.ts';
 import { FirstScreenCache } from './first-screen.ts';
@@ -58,9 +58,13 @@ const DEFAULT_OPEN_TIMEOUT_MS = 60_000;
  * Anything else counts as a write.
  */
 function leavesReadsAsTheyAre(sql: string): boolean {
+  return onlyReads(sql) || /^\s*(insert\s+into|delete\s+from)\s+feed_staging\b/i.test(sql);
+}
+
+/** A `select`, or a `with … select` that names no data-changing command: safe to run twice. */
+function onlyReads(sql: string): boolean {
   if (/^\s*select\b/i.test(sql)) return true;
-  if (/^\s*with\b/i.test(sql)) return !/\b(insert\s+into|update\s+\w+\s+set|delete\s+from|merge\s+into)\b/i.test(sql);
-  return /^\s*(insert\s+into|delete\s+from)\s+feed_staging\b/i.test(sql);
+  return /^\s*with\b/i.test(sql) && !/\b(insert\s+into|update\s+\w+\s+set|delete\s+from|merge\s+into)\b/i.test(sql);
 }
 
 /** Runs SQL; rows come back as plain objects (jsonb parsed, int8 as number). */
@@ -119,7 +123,11 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
   /** `inTransaction`: its transaction as a whole already counts as a write. */
   const wrap = (q: { query: PGliteInterface['query'] }, inTransaction: boolean): Queryable => ({
     async query<T>(sql: string, params: readonly unknown[] = []) {
-      const run = () => guarded(q.query<T>(sql, params as unknown[]));
+      const attempt = () => q.query<T>(sql, params as unknown[]);
+      // Tabs sharing the database: a read that the closing leader's worker had taken fails with
+      // LeaderChangedError. Made again it waits for the next leader; only a write's outcome is unknown.
+      const retried = () => attempt().catch((err: unknown) => (err instanceof LeaderChangedError ? attempt() : Promise.reject(err)));
+      const run = () => guarded(!inTransaction && onlyReads(sql) ? retried() : attempt());
       const res = inTransaction || leavesReadsAsTheyAre(sql) ? await run() : await firstScreen.write(run);
       return res.rows;
     },
