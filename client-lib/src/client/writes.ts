@@ -7,7 +7,7 @@
 import { applyTimerEvents, fieldErrorsFromIssues, type TimerEventType } from '@fieldchart/schema/rules';
 import { MAX_MUTATION_BYTES, MUTATION_ARGS, type MutationArgs, type MutationName } from '@fieldchart/schema/sync';
 import type { LocalDb } from '../storage/local-db.ts';
-import { appendToOutbox } from '../storage/outbox.ts';
+import { appendSealed, idOfSealed, sealEntry } from '../storage/outbox.ts';
 import type { Visit } from '../model/views.ts';
 import { InvalidWriteError } from './errors.ts';
 
@@ -26,7 +26,11 @@ export function checkArgs<N extends MutationName>(name: N, args: MutationArgs<N>
   return parsed.data as Record<string, unknown>;
 }
 
-/** Appends one write to the outbox in its own local transaction; answers the mutation id. */
+/**
+ * Appends one write to the outbox in its own local transaction; answers the mutation id. If the
+ * tab holding the shared database closed during it, the next leader's outbox says whether it was
+ * kept (the same sealed bytes): once, never twice.
+ */
 export async function queueWrite(
   db: LocalDb,
   name: MutationName,
@@ -34,8 +38,8 @@ export async function queueWrite(
   scheduleUuid: string | null,
   local: Record<string, unknown> = {},
 ): Promise<number> {
-  const clientTime = new Date().toISOString();
-  return db.transaction((tx) => appendToOutbox(tx, { name, args, local, scheduleUuid, clientTime }));
+  const entry = await sealEntry(db, { name, args, local, scheduleUuid, clientTime: new Date().toISOString() });
+  return db.transaction((tx) => appendSealed(tx, entry), { made: (q) => idOfSealed(q, entry) });
 }
 
 type TimerEventInput = MutationArgs<'visit.timer_events'>['events'][number];

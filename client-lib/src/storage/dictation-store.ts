@@ -43,17 +43,21 @@ export async function addDictation(
   d: { id: string; schedule_uuid: string; discipline: string; encounter_type: string; idempotency_key: string; created_at: string },
   audio: Uint8Array,
 ): Promise<void> {
-  await db.transaction(async (tx) => {
-    await tx.query(
-      `insert into dictations (id, schedule_uuid, discipline, encounter_type, state, bytes, idempotency_key, created_at)
+  await db.transaction(
+    async (tx) => {
+      await tx.query(
+        `insert into dictations (id, schedule_uuid, discipline, encounter_type, state, bytes, idempotency_key, created_at)
        values ($1, $2, $3, $4, 'on_device', $5, $6, $7)`,
-      [d.id, d.schedule_uuid, d.discipline, d.encounter_type, audio.length, d.idempotency_key, d.created_at],
-    );
-    for (let seq = 0; seq * DICTATION_CHUNK_BYTES < audio.length; seq++) {
-      const part = audio.subarray(seq * DICTATION_CHUNK_BYTES, (seq + 1) * DICTATION_CHUNK_BYTES);
-      await tx.query('insert into dictation_chunks (dictation_id, seq, sealed) values ($1, $2, $3)', [d.id, seq, await tx.cipher.seal(part, dictationChunkAd(d.id, seq))]);
-    }
-  });
+        [d.id, d.schedule_uuid, d.discipline, d.encounter_type, audio.length, d.idempotency_key, d.created_at],
+      );
+      for (let seq = 0; seq * DICTATION_CHUNK_BYTES < audio.length; seq++) {
+        const part = audio.subarray(seq * DICTATION_CHUNK_BYTES, (seq + 1) * DICTATION_CHUNK_BYTES);
+        await tx.query('insert into dictation_chunks (dictation_id, seq, sealed) values ($1, $2, $3)', [d.id, seq, await tx.cipher.seal(part, dictationChunkAd(d.id, seq))]);
+      }
+    },
+    // Its id was made before: kept by the tab that closed, or stored now.
+    { made: async (q) => ((await getDictation(q, d.id)) ? undefined : null) },
+  );
 }
 
 /** Every dictation (of one visit, if given), oldest first. */

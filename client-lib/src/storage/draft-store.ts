@@ -37,14 +37,19 @@ async function insertUpdate(tx: Queryable, doc: string, update: Uint8Array): Pro
  * several), which `local_seq` counts. Answers the draft's `local_seq`.
  */
 export async function appendDraftUpdate(db: LocalDb, doc: string, update: Uint8Array, localEdits: number): Promise<number> {
-  return db.transaction(async (tx) => {
-    await insertUpdate(tx, doc, update);
-    const [row] = await tx.query<{ local_seq: number }>(
-      `insert into drafts (doc, local_seq) values ($1, $2) on conflict (doc) do update set local_seq = drafts.local_seq + $2 returning local_seq`,
-      [doc, localEdits],
-    );
-    return row?.local_seq ?? 0;
-  });
+  // Stored twice (the shared database's leading tab closed during it), an update merges as once
+  // and `local_seq` only runs ahead of what the server is later asked to confirm.
+  return db.transaction(
+    async (tx) => {
+      await insertUpdate(tx, doc, update);
+      const [row] = await tx.query<{ local_seq: number }>(
+        `insert into drafts (doc, local_seq) values ($1, $2) on conflict (doc) do update set local_seq = drafts.local_seq + $2 returning local_seq`,
+        [doc, localEdits],
+      );
+      return row?.local_seq ?? 0;
+    },
+    { repeatable: true },
+  );
 }
 
 export async function draftSeqs(db: Queryable, doc: string): Promise<{ local_seq: number; confirmed_seq: number }> {

@@ -5,6 +5,7 @@
  */
 import { PGlite, type PGliteInterface, type PGliteOptions } from '@electric-sql/pglite';
 import { LeaderChangedError, PGliteWorker } from '@electric-sql/pglite/worker';
+import { readAcrossLeaders, writeAcrossLeaders } from './leader-change.ts';
 import { deviceKeyStoreFor, firstScreenStoreFor, surelyHoldsNoDatabase } from '#device-key';
 import type { DeviceKeyStore } from './device-key.ts';
 import { FirstScreenCache } from './first-screen.ts';
@@ -68,26 +69,24 @@ function onlyReads(sql: string): boolean {
 }
 
 /**
- * How often a read is made when the database's leading tab changes under it. One hand-over can
- * reject a call twice: PGlite's tab handle dispatches its leader change for the new leader's
- * `leader-here` and, in the new leader's own tab, again for `leader-now`, in either order. The
- * third try waits for the new leader; the fourth is for a second hand-over close behind.
- * (Two tries: three readers in one tab failed once in each of three runs of browser-tabs.test.ts.)
+ * A transaction whose leading tab closed under it (tabs sharing the database) may or may not
+ * have been made: the commit reaches the device's storage only when that tab's worker has
+ * written it out. Made again blindly it could be doubled.
  */
-const READ_ATTEMPTS = 4;
+export interface TransactionOptions<T> {
+  /**
+   * Whether it was made, asked of the next leader's database (what the device kept): its
+   * result if so, null if not — then it is made again. Without it the transaction rejects with
+   * `storage_unavailable`.
+   */
+  readonly made?: (q: Queryable) => Promise<T | null>;
+  /** Made twice it does no harm (a Yjs update, a counter only compared with itself): made again. */
+  readonly repeatable?: boolean;
+}
 
-/**
- * Tabs sharing the database: a read that the closing leader's worker had taken fails with
- * `LeaderChangedError`. Made again it waits for the next leader; only a write's outcome is unknown.
- */
-async function readAcrossLeaders<T>(attempt: () => Promise<T>): Promise<T> {
-  for (let tries = 1; ; tries++) {
-    try {
-      return await attempt();
-    } catch (err) {
-      if (!(err instanceof LeaderChangedError) || tries >= READ_ATTEMPTS) throw err;
-    }
-  }
+function madeOf<T>(opts: TransactionOptions<T> | undefined, q: Queryable): (() => Promise<T | null>) | undefined {
+  if (opts?.made) return () => opts.made!(q);
+  return opts?.repeatable ? async () => null : undefined;
 }
 
 /** Runs SQL; rows come back as plain objects (jsonb parsed, int8 as number). */
@@ -99,7 +98,7 @@ export interface Queryable {
 
 export interface LocalDb extends Queryable {
   /** One local transaction; PGlite serialises them, so nothing interleaves. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, opts?: TransactionOptions<T>): Promise<T>;
   /**
    * Destroys the device key and makes a new one, re-sealing what `meta` keeps sealed. Everything
    * sealed with the old key that is still somewhere in the files (deleted rows not yet
@@ -162,22 +161,25 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
     get cipher() {
       return cipher;
     },
-    transaction: (fn) =>
+    transaction: (fn, opts) =>
       firstScreen.write(() =>
         guarded(
-          (async () => {
+          writeAcrossLeaders(async () => {
             const result = await pg.transaction((tx) => fn(wrap(tx, true)));
             // PGlite runs COMMIT while it still counts as inside the transaction, so it does not
             // persist then: in a browser the commit reached IndexedDB only with the next statement
             // outside a transaction, and a reload before that lost it. Persisted here, a resolved
             // transaction is on the device. (Directory and memory: nothing to do.) The transaction
             // has committed, so a failure to persist it is state, not a rejection a caller would
-            // answer by making the write again; PGlite retries before the next statement.
+            // answer by making the write again; PGlite retries before the next statement. Not so
+            // when the leading tab's worker went meanwhile: what it had not written out is gone
+            // with it, and the next leader opens what IndexedDB holds.
             await pg.syncToFs().catch((err: unknown) => {
+              if (err instanceof LeaderChangedError) throw err;
               options.onStorageError?.(storageErrorOf(err) ?? new StorageError('storage_unavailable', 'the device database could not be persisted', err));
             });
             return result;
-          })(),
+          }, madeOf(opts, plain)),
         ),
       ),
     async rotateKey() {

@@ -72,23 +72,46 @@ async function selectEntries(q: Queryable, sql: string, params: readonly unknown
   return Promise.all(rows.map((r) => openEntry(q, r)));
 }
 
-/** Appends a write; call inside the transaction that makes the write. Answers its mutation id. */
-export async function appendToOutbox(
-  tx: Queryable,
-  entry: { name: MutationName; args: Record<string, unknown>; local?: Record<string, unknown>; scheduleUuid: string | null; clientTime: string },
-): Promise<number> {
-  const id = (await getMeta(tx, 'next_mutation_id')) ?? 1;
+type NewEntry = { name: MutationName; args: Record<string, unknown>; local?: Record<string, unknown>; scheduleUuid: string | null; clientTime: string };
+
+/** A write sealed for the outbox, before it has a mutation id (the id is not in its associated data). */
+export interface SealedEntry {
+  readonly name: MutationName;
+  readonly scheduleUuid: string | null;
+  readonly clientTime: string;
+  /** Unique to this write: a fresh nonce seals every value (row-cipher.ts). */
+  readonly sealed: Uint8Array;
+}
+
+export async function sealEntry(q: Pick<Queryable, 'cipher'>, entry: NewEntry): Promise<SealedEntry> {
   const payload: Payload = { args: entry.args, local: entry.local ?? {} };
-  const sealed = await sealJson(tx.cipher, payload, outboxAd({ name: entry.name, client_time: entry.clientTime, schedule_uuid: entry.scheduleUuid }));
+  const sealed = await sealJson(q.cipher, payload, outboxAd({ name: entry.name, client_time: entry.clientTime, schedule_uuid: entry.scheduleUuid }));
+  return { name: entry.name, scheduleUuid: entry.scheduleUuid, clientTime: entry.clientTime, sealed };
+}
+
+/** Appends a sealed write; call inside the transaction that makes the write. Answers its mutation id. */
+export async function appendSealed(tx: Queryable, entry: SealedEntry): Promise<number> {
+  const id = (await getMeta(tx, 'next_mutation_id')) ?? 1;
   await tx.query(`insert into outbox (mutation_id, name, sealed, client_time, schedule_uuid) values ($1, $2, $3, $4, $5)`, [
     id,
     entry.name,
-    sealed,
+    entry.sealed,
     entry.clientTime,
     entry.scheduleUuid,
   ]);
   await setMeta(tx, 'next_mutation_id', id + 1);
   return id;
+}
+
+/** Appends a write; call inside the transaction that makes the write. Answers its mutation id. */
+export async function appendToOutbox(tx: Queryable, entry: NewEntry): Promise<number> {
+  return appendSealed(tx, await sealEntry(tx, entry));
+}
+
+/** The mutation id under which this sealed write is in the outbox, or null. */
+export async function idOfSealed(q: Queryable, entry: SealedEntry): Promise<number | null> {
+  const [row] = await q.query<{ mutation_id: number }>('select mutation_id from outbox where client_time = $1 and sealed = $2', [entry.clientTime, entry.sealed]);
+  return row?.mutation_id ?? null;
 }
 
 /** Pending entries after `afterId`, oldest first. */

@@ -26,7 +26,8 @@ export class StorageError extends FieldchartClientError {
    * `storage_blocked`: the database did not open in time, most often because another
    * tab holds an older version of it open; `storage_unavailable`: it cannot be opened at all,
    * or (tabs sharing it, `databaseWorker`) the tab that held it closed while a write ran — the
-   * write may or may not have been made: read, then retry (a read is made again by the client);
+   * write may or may not have been made: read, then retry (reads, queued writes, recordings
+   * and draft edits the client makes again itself: storage/leader-change.ts);
    * `storage_key_lost`: the database holds data sealed with a device key that is gone or is
    * not the one stored (a data directory copied without its key file, a cleared key store).
    * That data cannot be read by anyone: remove the database (a new sign-in syncs it again).
