@@ -183,7 +183,9 @@ onEmbeddedBackend('two tabs of the client library in Chromium', (backend) => {
   // PGlite's tab client posts a call to the leader's worker on a BroadcastChannel, which keeps
   // nothing for a listener that is not there yet: a call made between the old leader's end and
   // the new one's `connected` (a statement's lock release after its leader went) reached nobody
-  // and waited for ever, and with it the engine's queue (patches/README.md).
+  // and waited for ever, and with it the engine's queue (patches/README.md). Patched, the call
+  // fails; the client makes it again across the change (storage/leader-change.ts) — a write
+  // only if the next leader's database, what the closing worker wrote out, does not hold it.
   test('reads and writes in a tab while the leading tab closes: every read answers, every write is kept once, none waits for ever', TEST, async () => {
     const day = new Date().toISOString().slice(0, 10);
     const user = await utcClinician(server);
@@ -207,7 +209,7 @@ onEmbeddedBackend('two tabs of the client library in Chromium', (backend) => {
       await a.close();
       for (const r of await reads) {
         assert.equal(r.stuck, false, `a read neither answered nor failed within 30 s (${r.ok} answered, failed: ${r.failed.join(', ') || 'none'})`);
-        // A read the closing tab's worker had taken is made again (local-db.ts): no failure.
+        // A read the closing tab's worker had taken is made again: no failure.
         assert.deepEqual(r.failed, []);
         assert.ok(r.ok > 0);
       }

@@ -53,7 +53,11 @@ test('a write with no way to tell whether it was made rejects, and is not made a
   assert.equal(calls, 1);
 });
 
-/** What one try of the write meets: it commits and answers, commits and its answer is lost, or fails before committing. */
+/**
+ * What one try of the write meets: it commits and answers; it commits and its answer is lost;
+ * it fails before committing; or it fails before committing and the lookup after it meets
+ * another hand-over too.
+ */
 type Try = 'answered' | 'committed_unanswered' | 'lost_before_commit' | 'lookup_fails_once';
 
 test('property: a write across leader changes is kept once when it resolves, and not at all when it rejects', async () => {

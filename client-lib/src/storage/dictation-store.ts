@@ -47,7 +47,7 @@ export async function addDictation(
     async (tx) => {
       await tx.query(
         `insert into dictations (id, schedule_uuid, discipline, encounter_type, state, bytes, idempotency_key, created_at)
-       values ($1, $2, $3, $4, 'on_device', $5, $6, $7)`,
+         values ($1, $2, $3, $4, 'on_device', $5, $6, $7)`,
         [d.id, d.schedule_uuid, d.discipline, d.encounter_type, audio.length, d.idempotency_key, d.created_at],
       );
       for (let seq = 0; seq * DICTATION_CHUNK_BYTES < audio.length; seq++) {

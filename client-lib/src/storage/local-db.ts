@@ -5,10 +5,10 @@
  */
 import { PGlite, type PGliteInterface, type PGliteOptions } from '@electric-sql/pglite';
 import { LeaderChangedError, PGliteWorker } from '@electric-sql/pglite/worker';
-import { readAcrossLeaders, writeAcrossLeaders } from './leader-change.ts';
 import { deviceKeyStoreFor, firstScreenStoreFor, surelyHoldsNoDatabase } from '#device-key';
 import type { DeviceKeyStore } from './device-key.ts';
 import { FirstScreenCache } from './first-screen.ts';
+import { readAcrossLeaders, writeAcrossLeaders } from './leader-change.ts';
 import { MIGRATIONS, type MigrationTx } from './local-schema.ts';
 import { metaAd } from './seal-ad.ts';
 import { ad, aesGcmCipher, SealBrokenError, type RowCipher } from './row-cipher.ts';
@@ -84,6 +84,7 @@ export interface TransactionOptions<T> {
   readonly repeatable?: boolean;
 }
 
+/** How `writeAcrossLeaders` tells whether the transaction was made; none: it rejects. */
 function madeOf<T>(opts: TransactionOptions<T> | undefined, q: Queryable): (() => Promise<T | null>) | undefined {
   if (opts?.made) return () => opts.made!(q);
   return opts?.repeatable ? async () => null : undefined;
