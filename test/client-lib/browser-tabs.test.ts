@@ -10,13 +10,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { onEmbeddedBackend } from '../helpers/backends.ts';
 import { browserMissing, call, launchChromium, openShell, startPageServer, type PageServer } from '../helpers/browser-page.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { silentWav } from '../helpers/wav.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { createPatient, scheduleVisit, type User, utcClinician } from '../server/visits/visit-fixtures.ts';
+import type { SyncStatus } from '../../client-lib/src/index.ts';
 import { ev } from './support.ts';
 
 const missing = browserMissing();
@@ -57,6 +58,23 @@ onEmbeddedBackend('two tabs of the client library in Chromium', (backend) => {
     await pages?.close();
   });
 
+  /** A tab of the app with the shared database `dataDir` open, its sync sockets watched from the start. */
+  async function openTab(context: BrowserContext, dataDir: string): Promise<{ page: Page; sockets: ReturnType<typeof watchSockets>; opened: SyncStatus }> {
+    const page = await context.newPage();
+    const sockets = watchSockets(page);
+    await openShell(page, pages.origin);
+    return { page, sockets, opened: await call(page, 'openShared', server.url, dataDir) };
+  }
+
+  /** A clinician in UTC with one visit scheduled today. */
+  async function clinicianWithVisitToday(): Promise<{ day: string; user: User; visitId: string }> {
+    const day = new Date().toISOString().slice(0, 10);
+    const user = await utcClinician(server);
+    const patient = await createPatient(server, user);
+    const visitId = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: day, start_time: '09:00' });
+    return { day, user, visitId };
+  }
+
   async function details(user: User, visitId: string) {
     const res = await server.api('GET', `/visit-details/${visitId}`, { token: user.token });
     assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -64,24 +82,15 @@ onEmbeddedBackend('two tabs of the client library in Chromium', (backend) => {
   }
 
   test('two tabs share one socket; a follower’s writes upload once; the leader closing hands over', TEST, async () => {
-    const day = new Date().toISOString().slice(0, 10);
-    const user = await utcClinician(server);
-    const patient = await createPatient(server, user);
-    const visitId = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: day, start_time: '09:00' });
+    const { day, user, visitId } = await clinicianWithVisitToday();
     const dataDir = 'idb://fieldchart-tabs';
     const context = await browser.newContext();
     try {
-      const a = await context.newPage();
-      const socketsA = watchSockets(a);
-      await openShell(a, pages.origin);
-      await call(a, 'openShared', server.url, dataDir);
+      const { page: a, sockets: socketsA } = await openTab(context, dataDir);
       await call(a, 'signIn', user.email, user.password);
       await call(a, 'whenSynced', 60_000);
 
-      const b = await context.newPage();
-      const socketsB = watchSockets(b);
-      await openShell(b, pages.origin);
-      const opened = await call(b, 'openShared', server.url, dataDir);
+      const { page: b, sockets: socketsB, opened } = await openTab(context, dataDir);
       assert.equal(opened.signedIn, true, 'the session A stored is in the shared database');
       // Answered by the leader: B has no socket of its own.
       await call(b, 'whenSynced', 60_000);
@@ -153,10 +162,7 @@ onEmbeddedBackend('two tabs of the client library in Chromium', (backend) => {
 
       // A sign-out in the leader wipes the shared database and replaces the key; a follower
       // takes the new key, signs in again through the leader's socket, and its write arrives.
-      const c = await context.newPage();
-      const socketsC = watchSockets(c);
-      await openShell(c, pages.origin);
-      await call(c, 'openShared', server.url, dataDir);
+      const { page: c, sockets: socketsC } = await openTab(context, dataDir);
       await call(b, 'signOut');
       await eventually(async () => assert.equal((await call(c, 'status')).signedIn, false), SOON);
       await eventually(async () => assert.ok((await call(c, 'changes')).reset! >= 1, 'the follower heard of the wipe'), SOON);
@@ -187,21 +193,14 @@ onEmbeddedBackend('two tabs of the client library in Chromium', (backend) => {
   // fails; the client makes it again across the change (storage/leader-change.ts) — a write
   // only if the next leader's database, what the closing worker wrote out, does not hold it.
   test('reads and writes in a tab while the leading tab closes: every read answers, every write is kept once, none waits for ever', TEST, async () => {
-    const day = new Date().toISOString().slice(0, 10);
-    const user = await utcClinician(server);
-    const patient = await createPatient(server, user);
-    const visitId = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: day, start_time: '09:00' });
+    const { day, user, visitId } = await clinicianWithVisitToday();
     const dataDir = 'idb://fieldchart-handover';
     const context = await browser.newContext();
     try {
-      const a = await context.newPage();
-      await openShell(a, pages.origin);
-      await call(a, 'openShared', server.url, dataDir);
+      const { page: a } = await openTab(context, dataDir);
       await call(a, 'signIn', user.email, user.password);
       await call(a, 'whenSynced', 60_000);
-      const b = await context.newPage();
-      await openShell(b, pages.origin);
-      await call(b, 'openShared', server.url, dataDir);
+      const { page: b } = await openTab(context, dataDir);
       // Three readers and two writers at once: calls in flight in every phase of the hand-over.
       const reads = Promise.all([0, 1, 2].map(() => call(b, 'readLoop', 8_000, day, 30_000)));
       const writes = Promise.all([1, 1_000].map((from) => call(b, 'writeLoop', 8_000, visitId, from, 30_000)));
