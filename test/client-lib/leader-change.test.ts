@@ -75,14 +75,15 @@ test('property: a write across leader changes is kept once when it resolves, and
         if (t === 'committed_unanswered') throw new LeaderChangedError();
         return id;
       };
-      const made = async () => {
-        // The lookup itself may meet a second hand-over.
-        if (tries.includes('lookup_fails_once') && !lookupFailed) {
-          lookupFailed = true;
-          throw new LeaderChangedError();
-        }
-        return outbox[0] ?? null;
-      };
+      // The lookup's read, retried as every read of the device database is; it may meet a second hand-over.
+      const made = () =>
+        readAcrossLeaders(async () => {
+          if (tries.includes('lookup_fails_once') && !lookupFailed) {
+            lookupFailed = true;
+            throw new LeaderChangedError();
+          }
+          return outbox[0] ?? null;
+        });
       try {
         const id = await writeAcrossLeaders(run, made);
         assert.deepEqual(outbox, [id], 'resolved: kept once, under the id answered');

@@ -29,7 +29,8 @@ export async function readAcrossLeaders<T>(attempt: () => Promise<T>): Promise<T
 
 /**
  * Runs `run` (a transaction); after a leader change, asks `made` and makes it again if it was
- * not there. Rejects only when it was not made (or the next leader cannot be asked).
+ * not there. Rejects only when it was not made (or the next leader cannot be asked). `made`'s
+ * reads retry across leaders themselves (local-db.ts: every read outside a transaction does).
  */
 export async function writeAcrossLeaders<T>(run: () => Promise<T>, made: (() => Promise<T | null>) | undefined): Promise<T> {
   for (let tries = 1; ; tries++) {
@@ -37,7 +38,7 @@ export async function writeAcrossLeaders<T>(run: () => Promise<T>, made: (() => 
       return await run();
     } catch (err) {
       if (!made || !(err instanceof LeaderChangedError)) throw err;
-      const found = await readAcrossLeaders(made);
+      const found = await made();
       if (found !== null) return found;
       if (tries >= ATTEMPTS) throw err;
     }
