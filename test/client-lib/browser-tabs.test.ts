@@ -192,7 +192,7 @@ onEmbeddedBackend('two tabs of the client library in Chromium', (backend) => {
   // and waited for ever, and with it the engine's queue (patches/README.md). Patched, the call
   // fails; the client makes it again across the change (storage/leader-change.ts) — a write
   // only if the next leader's database, what the closing worker wrote out, does not hold it.
-  test('reads and writes in a tab while the leading tab closes: every read answers, every write is kept once, none waits for ever', TEST, async () => {
+  test('reads, writes and dismisses in a tab while the leading tab closes: every read answers, every write is kept once, every dismiss is made, none waits for ever', TEST, async () => {
     const { day, user, visitId } = await clinicianWithVisitToday();
     const dataDir = 'idb://fieldchart-handover';
     const context = await browser.newContext();
@@ -204,6 +204,8 @@ onEmbeddedBackend('two tabs of the client library in Chromium', (backend) => {
       // Three readers and two writers at once: calls in flight in every phase of the hand-over.
       const reads = Promise.all([0, 1, 2].map(() => call(b, 'readLoop', 8_000, day, 30_000)));
       const writes = Promise.all([1, 1_000].map((from) => call(b, 'writeLoop', 8_000, visitId, from, 30_000)));
+      // And deletes that are no harm made twice (dismissing refused and parked writes): made again.
+      const dismisses = Promise.all([0, 1].map(() => call(b, 'dismissLoop', 8_000, 30_000)));
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       await a.close();
       for (const r of await reads) {
@@ -219,6 +221,11 @@ onEmbeddedBackend('two tabs of the client library in Chromium', (backend) => {
         // made again only if it is not there (writes.ts queueWrite): none fails, none is doubled.
         assert.deepEqual(w.failed, []);
         queued.push(...w.queued);
+      }
+      for (const d of await dismisses) {
+        assert.equal(d.stuck, false, `a dismiss neither answered nor failed within 30 s (${d.ok} answered)`);
+        assert.deepEqual(d.failed, []);
+        assert.ok(d.ok > 0);
       }
       queued.sort((x, y) => x.id - y.id);
       assert.deepEqual(queued.map((q) => q.id), queued.map((_, i) => queued[0]!.id + i), 'one mutation id per write, none skipped');

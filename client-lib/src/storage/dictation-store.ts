@@ -140,12 +140,15 @@ export async function requeueDictations(db: Queryable, ids: readonly string[] | 
   return rows.length;
 }
 
-/** Drops rejected recordings (their audio with them). */
+/** Drops rejected recordings (their audio with them). Dropped twice it does no harm: made again across a change of the leading tab. */
 export async function discardDictations(db: LocalDb, ids: readonly string[] | null): Promise<void> {
-  await db.transaction(async (tx) => {
-    const gone = await tx.query<{ id: string }>(`delete from dictations where state = 'rejected' and ($1::text[] is null or id = any($1::text[])) returning id`, [ids]);
-    if (gone.length > 0) await tx.query('delete from dictation_chunks where dictation_id = any($1::text[])', [gone.map((g) => g.id)]);
-  });
+  await db.transaction(
+    async (tx) => {
+      const gone = await tx.query<{ id: string }>(`delete from dictations where state = 'rejected' and ($1::text[] is null or id = any($1::text[])) returning id`, [ids]);
+      if (gone.length > 0) await tx.query('delete from dictation_chunks where dictation_id = any($1::text[])', [gone.map((g) => g.id)]);
+    },
+    { repeatable: true },
+  );
 }
 
 /** Part of wiping the user's data (sign-out, another user, a revoked device). */

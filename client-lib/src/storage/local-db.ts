@@ -193,18 +193,26 @@ export async function openLocalDb(dataDir: string, options: OpenLocalDbOptions =
       const values = await Promise.all(kept.map(async (m) => ({ key: m.key, plain: await old.open(m.sealed, metaAd(m.key)) })));
       // In three steps, so that a crash at any point leaves a database that opens: without a
       // key check (nothing sealed left), a new key is made or the stored one used.
-      await db.transaction(async (tx) => {
-        await tx.query('delete from device_key_check');
-        await tx.query('delete from meta where sealed is not null');
-      });
+      // Across a change of the leading tab: the deletes are made again; the new key check is
+      // made again only if the next leader's database has none (it went in with the values).
+      await db.transaction(
+        async (tx) => {
+          await tx.query('delete from device_key_check');
+          await tx.query('delete from meta where sealed is not null');
+        },
+        { repeatable: true },
+      );
       await keys.wipe();
       cipher = makeCipher(await keys.create());
-      await db.transaction(async (tx) => {
-        await tx.query('insert into device_key_check (sealed) values ($1)', [await cipher.seal(KEY_CHECK, KEY_CHECK_AD)]);
-        for (const v of values) {
-          await tx.query('insert into meta (key, sealed) values ($1, $2) on conflict (key) do nothing', [v.key, await cipher.seal(v.plain, metaAd(v.key))]);
-        }
-      });
+      await db.transaction(
+        async (tx) => {
+          await tx.query('insert into device_key_check (sealed) values ($1)', [await cipher.seal(KEY_CHECK, KEY_CHECK_AD)]);
+          for (const v of values) {
+            await tx.query('insert into meta (key, sealed) values ($1, $2) on conflict (key) do nothing', [v.key, await cipher.seal(v.plain, metaAd(v.key))]);
+          }
+        },
+        { made: async (q) => ((await q.query('select 1 from device_key_check limit 1')).length > 0 ? undefined : null) },
+      );
     },
     async reloadKey() {
       cipher = await guarded(unlock(pg, keys, makeCipher, () => firstScreen.write(async () => undefined)));

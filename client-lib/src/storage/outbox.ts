@@ -254,9 +254,12 @@ export async function listRejections(db: Queryable): Promise<Rejection[]> {
   );
 }
 
-export async function dismissRejections(db: Queryable, mutationIds?: readonly number[]): Promise<void> {
-  if (mutationIds) await db.query('delete from rejections where mutation_id = any($1::bigint[])', [mutationIds]);
-  else await db.query('delete from rejections');
+/** Deleted twice it does no harm: made again across a change of the leading tab. */
+export async function dismissRejections(db: LocalDb, mutationIds?: readonly number[]): Promise<void> {
+  await db.transaction(async (tx) => {
+    if (mutationIds) await tx.query('delete from rejections where mutation_id = any($1::bigint[])', [mutationIds]);
+    else await tx.query('delete from rejections');
+  }, { repeatable: true });
 }
 
 /**
@@ -334,9 +337,12 @@ export async function requeueFailures(db: LocalDb, mutationIds?: readonly number
   });
 }
 
-export async function dismissFailures(db: Queryable, mutationIds?: readonly number[]): Promise<void> {
-  if (mutationIds) await db.query('delete from failures where mutation_id = any($1::bigint[])', [mutationIds]);
-  else await db.query('delete from failures');
+/** Deleted twice it does no harm: made again across a change of the leading tab. */
+export async function dismissFailures(db: LocalDb, mutationIds?: readonly number[]): Promise<void> {
+  await db.transaction(async (tx) => {
+    if (mutationIds) await tx.query('delete from failures where mutation_id = any($1::bigint[])', [mutationIds]);
+    else await tx.query('delete from failures');
+  }, { repeatable: true });
 }
 
 /** Notes a `retry` (or another transient failure) against the head entry. */

@@ -61,14 +61,19 @@ export async function claimDevice(db: LocalDb, userId: string): Promise<{ kind: 
  * sealed with the old key, which no longer exists.
  */
 export async function clearUserData(db: LocalDb, nextUser: string | null): Promise<void> {
-  await db.transaction(async (tx) => {
-    await clearFeed(tx);
-    await clearOutbox(tx);
-    await clearDrafts(tx);
-    await clearDictations(tx);
-    if (nextUser === null) await deleteMeta(tx, 'user_id');
-    else await setMeta(tx, 'user_id', nextUser);
-  });
+  // Cleared twice it does no harm: across a change of the leading tab it is made again rather
+  // than left undone (a revoked device must not keep the data because a tab closed).
+  await db.transaction(
+    async (tx) => {
+      await clearFeed(tx);
+      await clearOutbox(tx);
+      await clearDrafts(tx);
+      await clearDictations(tx);
+      if (nextUser === null) await deleteMeta(tx, 'user_id');
+      else await setMeta(tx, 'user_id', nextUser);
+    },
+    { repeatable: true },
+  );
   await db.rotateKey();
 }
 
