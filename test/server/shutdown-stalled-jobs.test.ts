@@ -17,29 +17,8 @@ import { openJobQueuePool } from '../../server/src/jobs/job-queue-pool.ts';
 import type { Services } from '@fieldchart/server';
 import { forEachBackend } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { startSilentRelay } from '../helpers/smtp-relay.ts';
 import { newAccount, startTestServer, type TestServer } from '../helpers/test-server.ts';
-
-/** An SMTP relay that accepts connections and never says a word. */
-async function startSilentRelay(): Promise<{ url: string; connections: () => number; close(): Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  let connections = 0;
-  const server = net.createServer((socket) => {
-    connections++;
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => {});
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  return {
-    url: `smtp://127.0.0.1:${port}`,
-    connections: () => connections,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
 
 /** FCM's two endpoints, where messages:send takes the request and never answers. */
 async function startSilentFcm(): Promise<{ url: string; sends: () => number; close(): Promise<void> }> {
