@@ -256,10 +256,13 @@ export async function listRejections(db: Queryable): Promise<Rejection[]> {
 
 /** Deleted twice it does no harm: made again across a change of the leading tab. */
 export async function dismissRejections(db: LocalDb, mutationIds?: readonly number[]): Promise<void> {
-  await db.transaction(async (tx) => {
-    if (mutationIds) await tx.query('delete from rejections where mutation_id = any($1::bigint[])', [mutationIds]);
-    else await tx.query('delete from rejections');
-  }, { repeatable: true });
+  await db.transaction(
+    async (tx) => {
+      if (mutationIds) await tx.query('delete from rejections where mutation_id = any($1::bigint[])', [mutationIds]);
+      else await tx.query('delete from rejections');
+    },
+    { repeatable: true },
+  );
 }
 
 /**
@@ -339,10 +342,13 @@ export async function requeueFailures(db: LocalDb, mutationIds?: readonly number
 
 /** Deleted twice it does no harm: made again across a change of the leading tab. */
 export async function dismissFailures(db: LocalDb, mutationIds?: readonly number[]): Promise<void> {
-  await db.transaction(async (tx) => {
-    if (mutationIds) await tx.query('delete from failures where mutation_id = any($1::bigint[])', [mutationIds]);
-    else await tx.query('delete from failures');
-  }, { repeatable: true });
+  await db.transaction(
+    async (tx) => {
+      if (mutationIds) await tx.query('delete from failures where mutation_id = any($1::bigint[])', [mutationIds]);
+      else await tx.query('delete from failures');
+    },
+    { repeatable: true },
+  );
 }
 
 /** Notes a `retry` (or another transient failure) against the head entry. */
