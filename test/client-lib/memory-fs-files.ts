@@ -1,4 +1,5 @@
 import { MemoryFS } from '@electric-sql/pglite';
+import { LeaderChangedError } from '@electric-sql/pglite/worker';
 
 /**
  * What IDBFS's reconcile looks at, for tests that stand in for IndexedDB with PGlite's MemoryFS:
@@ -45,5 +46,33 @@ export class SyncRecordingFs extends MemoryFS {
     this.syncs++;
     this.stored = this.files();
     return super.syncToFs(relaxedDurability);
+  }
+}
+
+/**
+ * MemoryFS whose sync after a write (a WAL file changed since the last sync) reports, once
+ * armed, that the tab leading the shared database went (`LeaderChangedError`) — as a
+ * follower tab sees a call whose leader closed after committing it: the write is in the
+ * database, and the caller cannot know it. Syncs of reads (no WAL change) pass.
+ */
+export class LeaderGoesFs extends MemoryFS {
+  private seen = new Map<string, number>();
+  private skip: number | null = null;
+  /** Syncs that reported the leader gone. */
+  failed = 0;
+  /** The write-carrying sync after `skip` more of them reports the leader gone. */
+  arm(skip = 0): void {
+    this.skip = skip;
+  }
+  override async syncToFs(relaxedDurability?: boolean): Promise<void> {
+    const files = dataFileTimes(this.pg);
+    const wrote = [...files].some(([p, t]) => p.includes('/pg_wal/') && this.seen.get(p) !== t);
+    this.seen = files;
+    await super.syncToFs(relaxedDurability);
+    if (this.skip === null || !wrote) return;
+    if (this.skip > 0) return void this.skip--;
+    this.skip = null;
+    this.failed++;
+    throw new LeaderChangedError();
   }
 }

@@ -322,22 +322,43 @@ export async function failureCount(db: Queryable): Promise<number> {
 /**
  * Puts parked writes back at the end of the queue, in their order, under new mutation ids:
  * the server has processed their old ids (it answers them `failed` again), a new id is a new
- * attempt. Answers the new ids.
+ * attempt. Answers the new ids. Sealed for the outbox before the transaction, as a new write is
+ * (writes.ts `queueWrite`): across a change of the leading tab the next leader's outbox says by
+ * those bytes whether they went in — once, never twice.
  */
 export async function requeueFailures(db: LocalDb, mutationIds?: readonly number[]): Promise<number[]> {
-  return db.transaction(async (tx) => {
-    const rows = await tx.query<{ mutation_id: number; name: MutationName; sealed: Uint8Array; client_time: string; schedule_uuid: string | null }>(
-      `delete from failures where $1::bigint[] is null or mutation_id = any($1::bigint[]) returning mutation_id, name, sealed, client_time, schedule_uuid`,
-      [mutationIds ?? null],
-    );
-    rows.sort((a, b) => a.mutation_id - b.mutation_id);
-    const ids: number[] = [];
-    for (const r of rows) {
-      const p = await openJson<FailurePayload>(tx.cipher, r.sealed, failureAd(r.mutation_id));
-      ids.push(await appendToOutbox(tx, { name: r.name, args: p.args, local: p.local, scheduleUuid: r.schedule_uuid, clientTime: r.client_time }));
-    }
-    return ids;
-  });
+  const rows = await db.query<{ mutation_id: number; name: MutationName; sealed: Uint8Array; client_time: string; schedule_uuid: string | null }>(
+    `select mutation_id, name, sealed, client_time, schedule_uuid from failures where $1::bigint[] is null or mutation_id = any($1::bigint[]) order by mutation_id`,
+    [mutationIds ?? null],
+  );
+  const requeued = await Promise.all(
+    rows.map(async (r) => {
+      const p = await openJson<FailurePayload>(db.cipher, r.sealed, failureAd(r.mutation_id));
+      return { parkedAs: r.mutation_id, entry: await sealEntry(db, { name: r.name, args: p.args, local: p.local, scheduleUuid: r.schedule_uuid, clientTime: r.client_time }) };
+    }),
+  );
+  if (requeued.length === 0) return [];
+  return db.transaction(
+    async (tx) => {
+      // Only those still parked: another tab may have retried or dismissed some meanwhile.
+      const taken = await tx.query<{ mutation_id: number }>('delete from failures where mutation_id = any($1::bigint[]) returning mutation_id', [requeued.map((r) => r.parkedAs)]);
+      const still = new Set(taken.map((t) => t.mutation_id));
+      const ids: number[] = [];
+      for (const r of requeued) if (still.has(r.parkedAs)) ids.push(await appendSealed(tx, r.entry));
+      return ids;
+    },
+    {
+      // One transaction: all of them went in, or none did.
+      made: async (q) => {
+        const ids: number[] = [];
+        for (const r of requeued) {
+          const id = await idOfSealed(q, r.entry);
+          if (id !== null) ids.push(id);
+        }
+        return ids.length > 0 ? ids : null;
+      },
+    },
+  );
 }
 
 /** Deleted twice it does no harm: made again across a change of the leading tab. */
