@@ -3,15 +3,15 @@
  * (storage/leader-change.ts): the caller hears `LeaderChangedError` and cannot know whether its
  * write is there. Modelled in Node with a file system whose sync after a write reports the
  * leader gone (`LeaderGoesFs`), every such write of the library must still answer as if
- * nothing happened — made once, never twice: deletes made again (no harm done twice), a
- * requeue and the key rotation's new key check looked up first. In Chromium with real tabs:
+ * nothing happened — made once, never twice: deletes made again (no harm done twice); parked
+ * writes and refused recordings put back, and the key rotation's new key check, looked up first. In Chromium with real tabs:
  * browser-tabs.test.ts.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, test } from 'node:test';
 import { openLocalDb, type LocalDb } from '../../client-lib/src/storage/local-db.ts';
-import { addDictation, discardDictations, listDictations, markRejected } from '../../client-lib/src/storage/dictation-store.ts';
+import { addDictation, discardDictations, listDictations, markRejected, requeueDictations } from '../../client-lib/src/storage/dictation-store.ts';
 import {
   appendToOutbox,
   dismissFailures,
@@ -91,6 +91,18 @@ test('discarding refused recordings answers, and they are gone with their audio'
   assert.equal(fs.failed, 1);
   assert.deepEqual(await listDictations(db, null), []);
   assert.equal(await count('dictation_chunks'), 0);
+});
+
+test('retrying refused recordings answers how many, and they are queued again', async () => {
+  const ids = [randomUUID(), randomUUID()];
+  for (const id of ids) {
+    await addDictation(db, { id, schedule_uuid: randomUUID(), discipline: 'PT', encounter_type: 'visit', idempotency_key: randomUUID(), created_at: at }, new Uint8Array(10));
+    await markRejected(db, id, 'unsupported_media', 'no');
+  }
+  fs.arm();
+  assert.equal(await requeueDictations(db, null), 2);
+  assert.equal(fs.failed, 1);
+  assert.deepEqual((await listDictations(db, null)).map((d) => d.state), ['on_device', 'on_device']);
 });
 
 test('wiping the user’s data answers, leaves none, and the new key’s check is stored once', async () => {

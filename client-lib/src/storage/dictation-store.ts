@@ -130,14 +130,26 @@ export async function recordDictationAttempt(db: Queryable, id: string, code: st
   await db.query('update dictations set attempts = attempts + 1, error_code = $2, error_message = $3 where id = $1', [id, code, message]);
 }
 
-/** Rejected recordings go back to the queue; the upload starts over (the server kept nothing usable). */
-export async function requeueDictations(db: Queryable, ids: readonly string[] | null): Promise<number> {
-  const rows = await db.query<{ id: string }>(
-    `update dictations set state = 'on_device', upload_url = null, uploaded_bytes = 0, attempts = 0, error_code = null, error_message = null
-     where state = 'rejected' and ($1::text[] is null or id = any($1::text[])) returning id`,
-    [ids],
+/**
+ * Rejected recordings go back to the queue; the upload starts over (the server kept nothing
+ * usable). Answers how many. Across a change of the leading tab it was made if none of them is
+ * still rejected in the next leader's database (the uploader may have taken them on since).
+ */
+export async function requeueDictations(db: LocalDb, ids: readonly string[] | null): Promise<number> {
+  const rows = await db.query<{ id: string }>(`select id from dictations where state = 'rejected' and ($1::text[] is null or id = any($1::text[]))`, [ids]);
+  const rejected = rows.map((r) => r.id);
+  if (rejected.length === 0) return 0;
+  return db.transaction(
+    async (tx) => {
+      const back = await tx.query<{ id: string }>(
+        `update dictations set state = 'on_device', upload_url = null, uploaded_bytes = 0, attempts = 0, error_code = null, error_message = null
+         where state = 'rejected' and id = any($1::text[]) returning id`,
+        [rejected],
+      );
+      return back.length;
+    },
+    { made: async (q) => ((await q.query(`select 1 from dictations where state = 'rejected' and id = any($1::text[]) limit 1`, [rejected])).length === 0 ? rejected.length : null) },
   );
-  return rows.length;
 }
 
 /** Drops rejected recordings (their audio with them). Dropped twice it does no harm: made again across a change of the leading tab. */
