@@ -223,6 +223,17 @@ export async function rejectEntry(
   });
 }
 
+/** Refused or parked writes, dropped. Dropped twice it does no harm: made again across a change of the leading tab. */
+async function dismiss(db: LocalDb, table: 'rejections' | 'failures', mutationIds: readonly number[] | undefined): Promise<void> {
+  await db.transaction(
+    async (tx) => {
+      if (mutationIds) await tx.query(`delete from ${table} where mutation_id = any($1::bigint[])`, [mutationIds]);
+      else await tx.query(`delete from ${table}`);
+    },
+    { repeatable: true },
+  );
+}
+
 /** What a rejection keeps sealed: the write's arguments and the server's words about them. */
 type RejectionPayload = { args: Record<string, unknown>; message: string; errors: Record<string, string[]> | null };
 
@@ -254,16 +265,7 @@ export async function listRejections(db: Queryable): Promise<Rejection[]> {
   );
 }
 
-/** Deleted twice it does no harm: made again across a change of the leading tab. */
-export async function dismissRejections(db: LocalDb, mutationIds?: readonly number[]): Promise<void> {
-  await db.transaction(
-    async (tx) => {
-      if (mutationIds) await tx.query('delete from rejections where mutation_id = any($1::bigint[])', [mutationIds]);
-      else await tx.query('delete from rejections');
-    },
-    { repeatable: true },
-  );
-}
+export const dismissRejections = (db: LocalDb, mutationIds?: readonly number[]): Promise<void> => dismiss(db, 'rejections', mutationIds);
 
 /**
  * Moves a parked entry (`failed`) from the outbox to `failures`, in one transaction: its
@@ -361,16 +363,7 @@ export async function requeueFailures(db: LocalDb, mutationIds?: readonly number
   );
 }
 
-/** Deleted twice it does no harm: made again across a change of the leading tab. */
-export async function dismissFailures(db: LocalDb, mutationIds?: readonly number[]): Promise<void> {
-  await db.transaction(
-    async (tx) => {
-      if (mutationIds) await tx.query('delete from failures where mutation_id = any($1::bigint[])', [mutationIds]);
-      else await tx.query('delete from failures');
-    },
-    { repeatable: true },
-  );
-}
+export const dismissFailures = (db: LocalDb, mutationIds?: readonly number[]): Promise<void> => dismiss(db, 'failures', mutationIds);
 
 /** Notes a `retry` (or another transient failure) against the head entry. */
 export async function recordAttempt(db: Queryable, mutationId: number, error: string): Promise<void> {
