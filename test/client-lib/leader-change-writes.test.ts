@@ -4,8 +4,8 @@
  * write is there. Modelled in Node with a file system whose sync after a write reports the
  * leader gone (`LeaderGoesFs`), every such write of the library must still answer as if
  * nothing happened — made once, never twice: deletes made again (no harm done twice); parked
- * writes and refused recordings put back, and the key rotation's new key check, looked up first. In Chromium with real tabs:
- * browser-tabs.test.ts.
+ * writes and refused recordings put back, and the key rotation's new key check, looked up
+ * first. In Chromium with real tabs: browser-tabs.test.ts.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';

@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'drizzle-orm';
+import { rowsOf } from '../../server/src/db/database.ts';
 import { forEachBackend, onEmbeddedBackend, type TestBackend } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { startSilentRelay, type SilentRelay } from '../helpers/smtp-relay.ts';
@@ -32,8 +33,7 @@ function withSilentRelay(backend: TestBackend, query: string): { relay(): Silent
 }
 
 async function mailRows(server: TestServer, to: string): Promise<Array<{ status: string; attempts: number; last_error: string | null }>> {
-  const result = await server.runtime.database.db.execute(sql`select status, attempts, last_error from mail_outbox where lower(to_address) = lower(${to})`);
-  return (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<{ status: string; attempts: number; last_error: string | null }>;
+  return rowsOf(await server.runtime.database.db.execute(sql`select status, attempts, last_error from mail_outbox where lower(to_address) = lower(${to})`));
 }
 
 const received = (server: TestServer, to: string) => server.mail.messages.filter((m) => m.to.includes(to.toLowerCase())).length;
