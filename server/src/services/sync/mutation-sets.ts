@@ -13,8 +13,9 @@
  * (test/server/sync/mutation-sets.property.test.ts) holds the two paths to it.
  *
  * The reads of the three kinds are issued together, and so are the writes: on PostgreSQL the
- * driver pipelines them on the transaction's connection (one round trip instead of six), on
- * PGlite they queue in order on its one session. Order within the transaction is the order
+ * driver pipelines them on the transaction's connection (one round trip instead of six; only
+ * because drizzle's statements are prepared, patches/README.md), on PGlite they queue in order
+ * on its one session. Order within the transaction is the order
  * they are issued, so each kind's lock is taken before its read.
  */
 import type * as z from 'zod';
