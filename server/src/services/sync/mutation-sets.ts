@@ -15,8 +15,8 @@
  * The reads of the three kinds are issued together, and so are the writes: on PostgreSQL the
  * driver pipelines them on the transaction's connection (one round trip instead of six; only
  * because drizzle's statements are prepared, patches/README.md), on PGlite they queue in order
- * on its one session. Order within the transaction is the order
- * they are issued, so each kind's lock is taken before its read.
+ * on its one session. Order within the transaction is the order they are issued, so each
+ * kind's lock is taken before its read.
  */
 import type * as z from 'zod';
 import { MUTATION_ARGS, type MutationName } from '@fieldchart/schema/sync';
