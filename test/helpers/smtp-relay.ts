@@ -4,6 +4,7 @@
  * server, it passes the connections made from then on through to it, as a relay that came back.
  */
 import net from 'node:net';
+import { relay } from './tcp-proxy.ts';
 
 export interface SilentRelay {
   /** `smtp://127.0.0.1:<port>` */
@@ -22,18 +23,19 @@ export async function startSilentRelay(): Promise<SilentRelay> {
   const server = net.createServer((socket) => {
     connections++;
     sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => {});
-    if (!target) return;
+    if (!target) {
+      socket.on('close', () => sockets.delete(socket));
+      socket.on('error', () => {});
+      return;
+    }
+    // SMTP's server speaks first: a silent relay must not connect at all, so this is not
+    // tcp-proxy's `stall`; passing through is its `relay`.
     const upstream = net.connect(target.port, target.host);
     sockets.add(upstream);
-    upstream.on('close', () => {
+    relay(socket, upstream, () => {
+      sockets.delete(socket);
       sockets.delete(upstream);
-      socket.destroy();
     });
-    upstream.on('error', () => socket.destroy());
-    socket.on('close', () => upstream.destroy());
-    socket.pipe(upstream).pipe(socket);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;
