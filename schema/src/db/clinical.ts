@@ -18,7 +18,7 @@ import {
 import { users } from './accounts.ts';
 import { createdAt, ts, updatedAt } from './columns.ts';
 import { organizations } from './organizations.ts';
-import { syncColumns } from './sync-columns.ts';
+import { syncColumns, xid8 } from './sync-columns.ts';
 
 /*
  * Columns ending in `_enc` hold PHI encrypted with the key ring (server/src/security/
@@ -136,6 +136,14 @@ export const visits = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
     ...syncColumns(),
+    /**
+     * The transaction that last put the visit where it is in a clinician's scope: its insert,
+     * or an update of its owner, organization, date or deletion (trigger, migration 0024). A
+     * device that holds the visit holds its events, note and mileage; only a visit placed anew
+     * since its cursor may be new to it, and only then does the feed send those again. Null on
+     * rows older than the column: read as `txid`, which is what the feed went by before.
+     */
+    placedTxid: xid8('placed_txid').default(sql`pg_current_xact_id()`),
   },
   (t) => [
     index('visits_owner_date_idx').on(t.ownerId, t.visitDate, t.startTime),

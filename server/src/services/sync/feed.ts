@@ -208,7 +208,12 @@ function tableQueries(mode: 'diff' | 'full', p: Param) {
   // given one, it led with the owner's whole window (1,200 visits read on each poke to find
   // none; test/server/sync/feed-diff-work.test.ts).
   const windowHolds = sql`(${visits.visitDate} - ${p('from')}::date) between 0 and (${p('to')}::date - ${p('from')}::date)`;
-  const newVisits = sql`array(select ${visits.id} from ${visits} where ${visits.ownerId} = ${user} and ${ofSeat(visits)} and ((${changed(visits)} and ${windowHolds}) or ${entered}))`;
+  // Of the visits written since the cursor (found by txid), those placed anew: inserted, or
+  // moved into the scope (migration 0024). A visit written in place — a timer event's status
+  // and EVV record — is one the device holds with its children, and they are not sent again;
+  // nor are a deleted visit's, which no device shows (a full read leaves them out too).
+  const placedSince = sql`(coalesce(${visits.placedTxid}, ${visits.txid}) >= pg_snapshot_xmin(${p('since')}::pg_snapshot) and not pg_visible_in_snapshot(coalesce(${visits.placedTxid}, ${visits.txid}), ${p('since')}::pg_snapshot))`;
+  const newVisits = sql`array(select ${visits.id} from ${visits} where ${visits.ownerId} = ${user} and ${ofSeat(visits)} and ${visits.deletedAt} is null and ((${changed(visits)} and ${placedSince} and ${windowHolds}) or ${entered}))`;
   const childRows = (
     child: { ownerId: AnyPgColumn; visitId: AnyPgColumn; txid: AnyPgColumn; deletedAt: AnyPgColumn },
     select: (withVisit: boolean, where: SQL | undefined) => SQLWrapper,

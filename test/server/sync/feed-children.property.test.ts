@@ -1,0 +1,167 @@
+/**
+ * A visit's events and mileage travel with the visit when it is new to a device, and on their
+ * own when they change; a write of the visit in place (its status, its EVV record: what every
+ * timer event does) does not send them again (migration 0024, `placed_txid`). The property
+ * drives random writes — visits in and out of the window, events, mileage, visits written in
+ * place, moved, deleted, restored — between diffs, and requires after each diff that what a
+ * device applying every diff shows (its visits, and the children of those visits) is exactly a
+ * full read's rows at the same versions.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import fc from 'fast-check';
+import { sql } from 'drizzle-orm';
+import type { Change } from '@fieldchart/schema/sync';
+import { addDays } from '@fieldchart/schema/rules';
+import { WINDOW_DAYS_AHEAD, WINDOW_DAYS_BACK } from '../../../server/src/services/sync/feed.ts';
+import { feedOf } from '../../../server/src/sync/service-hooks.ts';
+import { forEachBackend } from '../../helpers/backends.ts';
+import { registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
+
+type Op =
+  | { kind: 'visit'; day: number }
+  | { kind: 'event'; pick: number }
+  | { kind: 'mileage'; pick: number }
+  | { kind: 'touch'; pick: number }
+  | { kind: 'move'; pick: number; day: number }
+  | { kind: 'delete'; pick: number }
+  | { kind: 'restore'; pick: number }
+  | { kind: 'feed' };
+
+/** Days from today: inside the window, at its edges, and outside it on both sides. */
+const day = fc.oneof(
+  fc.integer({ min: -WINDOW_DAYS_BACK, max: WINDOW_DAYS_AHEAD }),
+  fc.constantFrom(-WINDOW_DAYS_BACK - 1, WINDOW_DAYS_AHEAD + 1, -WINDOW_DAYS_BACK - 10, WINDOW_DAYS_AHEAD + 10),
+);
+const pick = fc.nat(20);
+const op: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 3, arbitrary: day.map<Op>((d) => ({ kind: 'visit', day: d })) },
+  { weight: 4, arbitrary: pick.map<Op>((p) => ({ kind: 'event', pick: p })) },
+  { weight: 2, arbitrary: pick.map<Op>((p) => ({ kind: 'mileage', pick: p })) },
+  { weight: 4, arbitrary: pick.map<Op>((p) => ({ kind: 'touch', pick: p })) },
+  { weight: 2, arbitrary: fc.tuple(pick, day).map<Op>(([p, d]) => ({ kind: 'move', pick: p, day: d })) },
+  { weight: 1, arbitrary: pick.map<Op>((p) => ({ kind: 'delete', pick: p })) },
+  { weight: 1, arbitrary: pick.map<Op>((p) => ({ kind: 'restore', pick: p })) },
+  { weight: 3, arbitrary: fc.constant<Op>({ kind: 'feed' }) },
+);
+
+const CHILDREN = new Set(['timer_events', 'visit_mileage']);
+
+forEachBackend('feed: a visit’s children', (backend) => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer(backend);
+  });
+  after(() => server.close());
+
+  test('a visit written in place is sent alone; moved into the window or restored, with its events and mileage', async () => {
+    const db = server.runtime.services.unitOfWork.db;
+    const feed = feedOf(server.runtime.services);
+    const user = await registerUser(server);
+    const now = new Date();
+    const today = now.toISOString().slice(0, 10);
+    const tablesOf = (changes: readonly Change[]) =>
+      changes
+        .filter((c) => c.table === 'visits' || CHILDREN.has(c.table))
+        .map((c) => `${c.table}:${c.op}`)
+        .sort();
+
+    const id = randomUUID();
+    await db.execute(sql`insert into visits (id, owner_id, visit_date, start_time) values (${id}::uuid, ${user.uuid}::uuid, ${addDays(today, WINDOW_DAYS_AHEAD + 5)}::date, '09:00')`);
+    await db.execute(sql`insert into timer_events (visit_id, owner_id, event_type, event_time) values (${id}::uuid, ${user.uuid}::uuid, 'start_travel', now())`);
+    await db.execute(sql`insert into visit_mileage (visit_id, owner_id, total_miles, recorded_at) values (${id}::uuid, ${user.uuid}::uuid, 3, now())`);
+    const first = await feed.read(user.uuid, null, now);
+    assert.deepEqual(tablesOf(first.changes), [], 'outside the window: nothing');
+
+    await db.execute(sql`update visits set visit_date = ${today}::date where id = ${id}::uuid`);
+    const moved = await feed.read(user.uuid, first.cursor, now);
+    assert.deepEqual(tablesOf(moved.changes), ['timer_events:upsert', 'visit_mileage:upsert', 'visits:upsert'], 'moved into the window: with its children');
+
+    await db.execute(sql`update visits set status = 'in_progress' where id = ${id}::uuid`);
+    const touched = await feed.read(user.uuid, moved.cursor, now);
+    assert.deepEqual(tablesOf(touched.changes), ['visits:upsert'], 'written in place: the visit alone');
+
+    await db.execute(sql`update visits set deleted_at = now() where id = ${id}::uuid`);
+    const deleted = await feed.read(user.uuid, touched.cursor, now);
+    assert.deepEqual(tablesOf(deleted.changes), ['visits:delete']);
+    await db.execute(sql`update visits set deleted_at = null where id = ${id}::uuid`);
+    const restored = await feed.read(user.uuid, deleted.cursor, now);
+    assert.deepEqual(tablesOf(restored.changes), ['timer_events:upsert', 'visit_mileage:upsert', 'visits:upsert'], 'restored: with its children');
+  });
+
+  test('property: a device applying every diff shows exactly a full read (its visits, and their events and mileage)', async () => {
+    const db = server.runtime.services.unitOfWork.db;
+    const feed = feedOf(server.runtime.services);
+    const now = new Date();
+    const today = now.toISOString().slice(0, 10);
+    let tick = 0;
+
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 4, maxLength: 30 }), async (ops) => {
+        const user = await registerUser(server);
+        const ids: string[] = [];
+        const visitOf = new Map<string, string>();
+        const device = new Map<string, Change>();
+        let cursor: string | null = null;
+        const key = (c: Pick<Change, 'table' | 'id'>) => `${c.table}/${c.id}`;
+        /** What a device shows: its visits, and the children of those. */
+        const shown = (rows: Iterable<Change>): Map<string, number> => {
+          const all = [...rows].filter((c) => c.op === 'upsert');
+          const visitIds = new Set(all.filter((c) => c.table === 'visits').map((c) => c.id));
+          return new Map(all.filter((c) => c.table === 'visits' || (CHILDREN.has(c.table) && visitIds.has(visitOf.get(key(c)) ?? ''))).map((c) => [key(c), c.version]));
+        };
+        const target = (p: number) => ids[p % Math.max(ids.length, 1)];
+        for (const o of [...ops, { kind: 'feed' } as const]) {
+          const v = target('pick' in o ? o.pick : 0);
+          switch (o.kind) {
+            case 'visit': {
+              const id = randomUUID();
+              ids.push(id);
+              await db.execute(sql`insert into visits (id, owner_id, visit_date, start_time) values (${id}::uuid, ${user.uuid}::uuid, ${addDays(today, o.day)}::date, '09:00')`);
+              break;
+            }
+            case 'event': {
+              if (!v) break;
+              tick++;
+              const event = randomUUID();
+              await db.execute(sql`insert into timer_events (id, visit_id, owner_id, event_type, event_time)
+                values (${event}::uuid, ${v}::uuid, ${user.uuid}::uuid, 'arrive', now() + ${`${tick} seconds`}::interval)`);
+              visitOf.set(`timer_events/${event}`, v);
+              break;
+            }
+            case 'mileage':
+              if (!v) break;
+              await db.execute(sql`insert into visit_mileage (visit_id, owner_id, total_miles, recorded_at) values (${v}::uuid, ${user.uuid}::uuid, 1, now())
+                on conflict (visit_id) do update set total_miles = visit_mileage.total_miles + 1`);
+              visitOf.set(`visit_mileage/${v}`, v);
+              break;
+            case 'touch':
+              if (v) await db.execute(sql`update visits set status = 'in_progress', drive_seconds = coalesce(drive_seconds, 0) + 60 where id = ${v}::uuid`);
+              break;
+            case 'move':
+              if (v) await db.execute(sql`update visits set visit_date = ${addDays(today, o.day)}::date where id = ${v}::uuid`);
+              break;
+            case 'delete':
+              if (v) await db.execute(sql`update visits set deleted_at = now() where id = ${v}::uuid and deleted_at is null`);
+              break;
+            case 'restore':
+              if (v) await db.execute(sql`update visits set deleted_at = null where id = ${v}::uuid`);
+              break;
+            case 'feed': {
+              const read = await feed.read(user.uuid, cursor, now);
+              for (const c of read.changes) {
+                if (c.op === 'delete') device.delete(key(c));
+                else device.set(key(c), c);
+              }
+              cursor = read.cursor;
+              const full = await feed.read(user.uuid, null, now);
+              assert.deepEqual(shown(device.values()), shown(full.changes));
+            }
+          }
+        }
+      }),
+      { numRuns: 25, verbose: 1 },
+    );
+  });
+});
