@@ -119,6 +119,16 @@ export function figuresOf(result: Json): Figure[] {
         baseline: `chain trigger off ${ms(num(r.plainMedianMs))}`,
         ratio: `${x(num(r.medianRatio))} time`,
       }));
+    case 'feed-visit-write':
+      return list(result.results).flatMap((r) => {
+        const inPlace = (r.inPlace ?? {}) as Json;
+        const replaced = (r.replaced ?? {}) as Json;
+        const baseline = `the visit re-placed (as before 0024): ${fmt(num(replaced.rowsPerWrite))} rows`;
+        return [
+          { bench, backend: str(r.backend), measure: 'timer event on a visit with a note → its devices, bytes per write', figure: `${fmt(num(inPlace.bytesPerWrite), 0)} B (${fmt(num(inPlace.rowsPerWrite))} rows)`, baseline: `${baseline}, ${fmt(num(replaced.bytesPerWrite), 0)} B`, ratio: `${x(num(r.bytesRatio))} bytes` },
+          { bench, backend: str(r.backend), measure: 'timer event on a visit with a note → its devices, diff p50', figure: ms(num(inPlace.diffMedianMs)), baseline: `${baseline}, ${ms(num(replaced.diffMedianMs))}`, ratio: `${x(num(r.msRatio))} time` },
+        ];
+      });
     case 'route-solver': {
       const exact = (result.heldKarp12Ms ?? {}) as Json;
       const brute = (result.bruteForce9Ms ?? {}) as Json;

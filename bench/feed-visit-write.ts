@@ -1,0 +1,120 @@
+/**
+ * What a timer event sends to the clinician's devices: the diff the feed runs after a write
+ * that inserts a timer event and updates its visit's status and EVV record in one transaction,
+ * as POST /visit-timer-events does, on a visit that already has a signed-off SOAP note, three
+ * events and mileage. Rows, bytes and the diff's time per write, for two kinds of write in the
+ * same run on the same database, interleaved in rounds so load on the machine hits both alike:
+ *
+ *   in place    the write as the server makes it: the visit stays where it was in the scope
+ *   re-placed   the same write that also stamps the visit as placed anew (`placed_txid`), as
+ *               every visit write counted before migration 0024: the feed then sends the
+ *               visit's note (opened), events and mileage again with it — the baseline
+ *
+ * The rows a write changes are two (the visit and the new event): what any feed must send.
+ * PGlite always; PostgreSQL too when BENCH_DATABASE_URL names a server where a throwaway database
+ * may be created (the tests' migrated template, test/helpers/backends.ts). BENCH_FEED_WRITES (default 200, 20–5,000) writes per kind.
+ * Output: a table, then one JSON line (last on stdout).
+ */
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { sql } from 'drizzle-orm';
+import type { Database } from '../server/src/db/database.ts';
+import { createPhiCrypto } from '../server/src/security/phi-crypto.ts';
+import { generateKeyFile } from '../server/src/security/phi-keyring.ts';
+import { createFeed } from '../server/src/services/sync/feed.ts';
+import { setting } from './support/measure.ts';
+
+const WRITES = setting('BENCH_FEED_WRITES', 200, 20, 5_000);
+const ROUNDS = 8;
+const WARMUP = 20;
+/** One write per visit: each write finds its visit as a clinician's day leaves it (3 events, a note, mileage). */
+const VISITS = WARMUP + 2 * ROUNDS * Math.ceil(WRITES / ROUNDS);
+/** A note's four sections, about what a clinician writes for a home visit. */
+const SECTION = 'Patient reports improved tolerance to stairs; ambulated 150 ft with rolling walker, min assist. '.repeat(8);
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+
+async function measure(backend: string, database: Database) {
+  const { db } = database;
+  const phi = createPhiCrypto(generateKeyFile());
+  const feed = createFeed({ db, phi, oneSession: database.pglite !== null, planned: database.planned });
+  const user = randomUUID();
+  const today = new Date().toISOString().slice(0, 10);
+  await db.execute(sql`insert into users (id, email, first_name, last_name) values (${user}::uuid, ${`${user}@bench.invalid`}, 'Bench', 'Clinician')`);
+  const visitIds = Array.from({ length: VISITS }, () => randomUUID());
+  for (const v of visitIds) {
+    const note = randomUUID();
+    const sealed = (column: string) => phi.seal(SECTION, 'soap_notes', column, note);
+    await db.execute(sql`insert into visits (id, owner_id, visit_date, start_time) values (${v}::uuid, ${user}::uuid, ${today}::date, '09:00')`);
+    await db.execute(sql`insert into soap_notes (id, visit_id, owner_id, subjective_enc, objective_enc, assessment_enc, plan_enc)
+      values (${note}::uuid, ${v}::uuid, ${user}::uuid, ${sealed('subjective_enc')}, ${sealed('objective_enc')}, ${sealed('assessment_enc')}, ${sealed('plan_enc')})`);
+    await db.execute(sql`insert into timer_events (visit_id, owner_id, event_type, event_time)
+      select ${v}::uuid, ${user}::uuid, t, now() - (n || ' minutes')::interval
+      from unnest(array['start_travel', 'arrive', 'start_documentation']) with ordinality as e(t, n)`);
+    await db.execute(sql`insert into visit_mileage (visit_id, owner_id, total_miles, recorded_at) values (${v}::uuid, ${user}::uuid, 12.5, now())`);
+  }
+  const now = new Date();
+  let cursor = (await feed.read(user, null, now)).cursor;
+  let tick = 0;
+  const write = async (replaced: boolean) => {
+    const v = visitIds[tick % VISITS] as string;
+    tick++;
+    await db.transaction(async (tx) => {
+      await tx.execute(sql`insert into timer_events (visit_id, owner_id, event_type, event_time) values (${v}::uuid, ${user}::uuid, 'complete', now() + ${`${tick} seconds`}::interval)`);
+      await tx.execute(
+        replaced
+          ? sql`update visits set status = 'completed', drive_seconds = ${tick}, placed_txid = pg_current_xact_id() where id = ${v}::uuid`
+          : sql`update visits set status = 'completed', drive_seconds = ${tick} where id = ${v}::uuid`,
+      );
+    });
+    const t0 = performance.now();
+    const diff = await feed.read(user, cursor, now);
+    const ms = performance.now() - t0;
+    cursor = diff.cursor;
+    return { rows: diff.changes.length, bytes: Buffer.byteLength(JSON.stringify(diff.changes)), ms };
+  };
+  for (let i = 0; i < WARMUP; i++) await write(i % 2 === 0);
+  const kinds = { inPlace: [] as Array<Awaited<ReturnType<typeof write>>>, replaced: [] as Array<Awaited<ReturnType<typeof write>>> };
+  const perRound = Math.ceil(WRITES / ROUNDS);
+  for (let r = 0; r < ROUNDS; r++) {
+    for (let i = 0; i < perRound; i++) kinds.replaced.push(await write(true));
+    for (let i = 0; i < perRound; i++) kinds.inPlace.push(await write(false));
+  }
+  const sum = (xs: Array<{ rows: number; bytes: number; ms: number }>) => ({
+    writes: xs.length,
+    rowsPerWrite: xs.reduce((a, x) => a + x.rows, 0) / xs.length,
+    bytesPerWrite: xs.reduce((a, x) => a + x.bytes, 0) / xs.length,
+    diffMedianMs: median(xs.map((x) => x.ms)),
+  });
+  const inPlace = sum(kinds.inPlace);
+  const replaced = sum(kinds.replaced);
+  return { backend, inPlace, replaced, bytesRatio: inPlace.bytesPerWrite / replaced.bytesPerWrite, msRatio: inPlace.diffMedianMs / replaced.diffMedianMs };
+}
+
+const loadBefore = os.loadavg()[0] ?? 0;
+// backends.ts decides at import which backends exist, from TEST_DATABASE_URL.
+if (process.env.BENCH_DATABASE_URL) process.env.TEST_DATABASE_URL = process.env.BENCH_DATABASE_URL;
+const { backends } = await import('../test/helpers/backends.ts');
+const results = [];
+for (const backend of backends) {
+  const opened = await backend.open();
+  try {
+    results.push(await measure(backend.name, opened.database));
+  } finally {
+    await opened.drop();
+  }
+}
+
+console.log(`a timer event on a visit with a note, 3 events and mileage → the diff its devices get (one write per visit, ${VISITS} visits)`);
+console.log('backend   kind        writes  rows/write  bytes/write  diff p50   vs re-placed (bytes, time)');
+for (const r of results) {
+  for (const [kind, s] of [['in place', r.inPlace], ['re-placed', r.replaced]] as const) {
+    const vs = kind === 'in place' ? `${r.bytesRatio.toFixed(2)}×, ${r.msRatio.toFixed(2)}×` : '1.00× (baseline)';
+    console.log(
+      `${r.backend.padEnd(9)} ${kind.padEnd(10)} ${String(s.writes).padStart(7)}  ${s.rowsPerWrite.toFixed(1).padStart(10)}  ${s.bytesPerWrite.toFixed(0).padStart(11)}  ${`${s.diffMedianMs.toFixed(2)} ms`.padStart(8)}   ${vs}`,
+    );
+  }
+}
+console.log(`load average ${loadBefore.toFixed(2)} before, ${(os.loadavg()[0] ?? 0).toFixed(2)} after, ${os.cpus().length} cores`);
+console.log(JSON.stringify({ bench: 'feed-visit-write', loadAverage: { before: loadBefore, after: os.loadavg()[0] ?? 0 }, results }));
