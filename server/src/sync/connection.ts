@@ -75,6 +75,7 @@ const FEED_MAX_DEFER_MS = 500;
 type Answer = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' | 'failed' | 'conflict' }>;
 
 const isDraftFrame = (f: Frame) => f.type === 'doc_open' || f.type === 'doc' || f.type === 'doc_close';
+const isMutationFrame = (json: unknown): boolean => typeof json === 'object' && json !== null && (json as { type?: unknown }).type === 'mutation';
 
 export class SyncConnection implements DraftPeer, HeldConnection {
   readonly id = randomUUID();
@@ -234,11 +235,11 @@ export class SyncConnection implements DraftPeer, HeldConnection {
         // The keys HTTP drops, by the same parser: it scans only a text that holds one, so a
         // frame costs about a plain parse.
         const json: unknown = secureJson.parse(String(data), null, DROPPED_JSON_KEYS);
-        const parsed = clientMessage.safeParse(json);
         // A mutation with a valid id is answered whatever else is wrong with it (an unknown
-        // name, bad arguments): closing the socket would only make the device resend it.
-        const mutation = parsed.success ? null : incomingMutation.safeParse(json);
-        message = parsed.success ? parsed.data : mutation?.success ? mutation.data : null;
+        // name, bad arguments): closing the socket would only make the device resend it. Its
+        // envelope is judged once, by the ledger, which answers a fault as its reject.
+        const parsed = isMutationFrame(json) ? incomingMutation.safeParse(json) : clientMessage.safeParse(json);
+        message = parsed.success ? parsed.data : null;
       } catch {
         message = null;
       }

@@ -235,7 +235,7 @@ async function applyInTransaction(
         continue;
       }
       const { runSet } = runMutation;
-      const set = withSets && runSet && i > oneByOneUntil ? setFrom(batch, i, last) : [];
+      const set = withSets && runSet && i > oneByOneUntil ? setFrom(batch, i, last, judged) : [];
       if (set.length > 1 && runSet) {
         // A set reads what the sets before it decided (mutations refused by their envelope may
         // separate two): those are written first.
@@ -333,15 +333,21 @@ async function applyInTransaction(
 
 /**
  * The run of mutations from `start` that may be applied as one set: new (ids rising above
- * `last`), well-formed envelopes, of the kinds that share a set (mutation-sets.ts).
+ * `last`), well-formed envelopes, of the kinds that share a set (mutation-sets.ts). The first
+ * is judged already (`first`).
  */
-function setFrom(batch: readonly MutationMessage[], start: number, last: number): Array<{ m: MutationMessage; name: MutationName; args: Record<string, unknown> }> {
+function setFrom(
+  batch: readonly MutationMessage[],
+  start: number,
+  last: number,
+  first: { name: MutationName; args: Record<string, unknown> },
+): Array<{ m: MutationMessage; name: MutationName; args: Record<string, unknown> }> {
   const run: Array<{ m: MutationMessage; name: MutationName; args: Record<string, unknown> }> = [];
   let previous = last;
   for (let j = start; j < batch.length; j++) {
     const m = batch[j] as MutationMessage;
     if (m.mutation_id <= previous) break;
-    const judged = judge(m);
+    const judged = j === start ? first : judge(m);
     if ('type' in judged || !runsInSet(judged.name)) break;
     run.push({ m, ...judged });
     previous = m.mutation_id;
