@@ -1,11 +1,11 @@
 /**
  * A visit's events and mileage travel with the visit when it is new to a device, and on their
  * own when they change; a write of the visit in place (its status, its EVV record: what every
- * timer event does) does not send them again (migration 0024, `placed_txid`). The property
- * drives random writes — visits in and out of the window, events, mileage, visits written in
- * place, moved, deleted, restored — between diffs, and requires after each diff that what a
- * device applying every diff shows (its visits, and the children of those visits) is exactly a
- * full read's rows at the same versions.
+ * timer event does, checked here through POST /visit-timer-events too) does not send them again
+ * (migration 0024, `placed_txid`). The property drives random writes — visits in and out of the
+ * window, events, mileage, visits written in place, moved, deleted, restored — between diffs,
+ * and requires after each diff that what a device applying every diff shows (its visits, and
+ * the children of those visits) is exactly a full read's rows at the same versions.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -18,6 +18,7 @@ import { WINDOW_DAYS_AHEAD, WINDOW_DAYS_BACK } from '../../../server/src/service
 import { feedOf } from '../../../server/src/sync/service-hooks.ts';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
+import { createPatient, gps, scheduleVisit, utcClinician } from '../visits/visit-fixtures.ts';
 
 type Op =
   | { kind: 'visit'; day: number }
@@ -88,6 +89,29 @@ forEachBackend('feed: a visit’s children', (backend) => {
     await db.execute(sql`update visits set deleted_at = null where id = ${id}::uuid`);
     const restored = await feed.read(user.uuid, deleted.cursor, now);
     assert.deepEqual(tablesOf(restored.changes), ['timer_events:upsert', 'visit_mileage:upsert', 'visits:upsert'], 'restored: with its children');
+  });
+
+  test('through REST: a timer event sends its visit and itself, not the visit’s earlier events', async () => {
+    const feed = feedOf(server.runtime.services);
+    const u = await utcClinician(server);
+    const now = new Date();
+    const patient = await createPatient(server, u);
+    const visit = await scheduleVisit(server, u, { patient_uuid: patient.uuid, visit_date: now.toISOString().slice(0, 10), start_time: '09:00' });
+    const post = async (event_type: string, minutes: number) => {
+      const event_time = new Date(now.getTime() - minutes * 60_000).toISOString();
+      const res = await server.api('POST', '/visit-timer-events', { token: u.token, body: { schedule_uuid: visit, events: [{ event_type, event_time, ...gps }] } });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return event_time;
+    };
+    await post('start_travel', 30);
+    const before = await feed.read(u.uuid, null, now);
+    const arrived = await post('arrive', 10);
+    const diff = await feed.read(u.uuid, before.cursor, now);
+    const sent = diff.changes.filter((c) => c.table === 'visits' || CHILDREN.has(c.table));
+    assert.deepEqual(sent.map((c) => `${c.table}:${c.op}`).sort(), ['timer_events:upsert', 'visits:upsert']);
+    const event = sent.find((c) => c.table === 'timer_events');
+    assert.equal(event?.op === 'upsert' ? event.row.event_type : null, 'arrive');
+    assert.equal(event?.op === 'upsert' ? event.row.event_time : null, arrived);
   });
 
   test('property: a device applying every diff shows exactly a full read (its visits, and their events and mileage)', async () => {
