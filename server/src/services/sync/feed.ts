@@ -180,8 +180,10 @@ function scopeFields(p: Param) {
 function tableQueries(mode: 'diff' | 'full', p: Param) {
   const diff = mode === 'diff';
   const user = p('user');
-  const changed = (t: { txid: AnyPgColumn }): SQL =>
-    diff ? sql`(${t.txid} >= pg_snapshot_xmin(${p('since')}::pg_snapshot) and not pg_visible_in_snapshot(${t.txid}, ${p('since')}::pg_snapshot))` : sql`true`;
+  /** A transaction the device's cursor had not seen. */
+  const unseen = (txid: SQLWrapper): SQL =>
+    diff ? sql`(${txid} >= pg_snapshot_xmin(${p('since')}::pg_snapshot) and not pg_visible_in_snapshot(${txid}, ${p('since')}::pg_snapshot))` : sql`true`;
+  const changed = (t: { txid: AnyPgColumn }): SQL => unseen(t.txid);
   const live = (t: { deletedAt: AnyPgColumn }): SQL | undefined => (diff ? undefined : isNull(t.deletedAt));
   // Rows made under an organization seat are that organization's: in scope only while the
   // user holds that seat (docs/sync-protocol.md, Leaving an organization). A seat change resets
@@ -212,8 +214,8 @@ function tableQueries(mode: 'diff' | 'full', p: Param) {
   // moved into the scope (migration 0024). A visit written in place — a timer event's status
   // and EVV record — is one the device holds with its children, and they are not sent again;
   // nor are a deleted visit's, which no device shows (a full read leaves them out too).
-  const placedSince = sql`(coalesce(${visits.placedTxid}, ${visits.txid}) >= pg_snapshot_xmin(${p('since')}::pg_snapshot) and not pg_visible_in_snapshot(coalesce(${visits.placedTxid}, ${visits.txid}), ${p('since')}::pg_snapshot))`;
-  const newVisits = sql`array(select ${visits.id} from ${visits} where ${visits.ownerId} = ${user} and ${ofSeat(visits)} and ${visits.deletedAt} is null and ((${changed(visits)} and ${placedSince} and ${windowHolds}) or ${entered}))`;
+  const placed = unseen(sql`coalesce(${visits.placedTxid}, ${visits.txid})`);
+  const newVisits = sql`array(select ${visits.id} from ${visits} where ${visits.ownerId} = ${user} and ${ofSeat(visits)} and ${visits.deletedAt} is null and ((${changed(visits)} and ${placed} and ${windowHolds}) or ${entered}))`;
   const childRows = (
     child: { ownerId: AnyPgColumn; visitId: AnyPgColumn; txid: AnyPgColumn; deletedAt: AnyPgColumn },
     select: (withVisit: boolean, where: SQL | undefined) => SQLWrapper,
