@@ -1,7 +1,9 @@
 /**
  * The tamper-evident audit trail: the insert trigger chains each actor's rows, concurrent
  * writers never fork a chain, and `audit verify` (service and CLI) names the first broken
- * link after a row is edited, deleted or cut off the end.
+ * link after a row is edited, deleted or cut off the end. A batch's rows (`recordSucceeded`, the
+ * sync channel's sets) are chained by `audit_append` in one statement: the same chain as the
+ * trigger's, wherever it falls among the trigger's rows.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -10,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, afterEach, beforeEach, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
+import fc from 'fast-check';
 import { openDatabase, rowsOf, type Db } from '../../server/src/db/database.ts';
 import { createAuditLog, type AuditContext } from '../../server/src/services/audit/audit-log.ts';
 import { createAuditVerify } from '../../server/src/services/audit/audit-verify.ts';
@@ -145,18 +148,125 @@ forEachBackend('audit hash chain', (backend) => {
     assert.equal(v.rowsChecked, 8);
   });
 
+  /** Every head names its chain's last row, and every chain is numbered 1..n. */
+  async function headsMatchRows(on: Db): Promise<void> {
+    const wrong = rowsOf<{ chain: string }>(
+      await on.execute(sql`select h.chain from audit_chain_heads h
+        left join audit_log l on l.chain = h.chain and l.chain_seq = h.seq
+        where l.id is null or l.row_hash <> h.hash
+           or h.seq <> (select max(chain_seq) from audit_log m where m.chain = h.chain)
+           or h.seq <> (select count(*) from audit_log m where m.chain = h.chain)`),
+    );
+    assert.deepEqual(wrong.map((r) => r.chain), []);
+  }
+
+  test('a batch appended between row-by-row writes of the same chains, in one transaction, continues each chain where the trigger left it and the trigger continues after it', async () => {
+    const audit = createAuditLog({ db, clock: systemClock });
+    const one = (actor: string | null, i: number) => ({ ctx: ctxOf(orgA, actor), entry: { action: 'read' as const, resourceType: 'visit', resourceId: randomUUID(), details: { i } } });
+    await db.transaction(async (tx) => {
+      await audit.record(tx, ctxOf(orgA, alice), { action: 'read', resourceType: 'visit' }, 'success');
+      await audit.record(tx, ctxOf(orgA, alice), { action: 'read', resourceType: 'visit' }, 'success');
+      // The trigger's head for alice is in the transaction's setting now.
+      await audit.recordSucceeded(tx, [one(alice, 0), one(bob, 1), one(alice, 2)]);
+      await audit.record(tx, ctxOf(orgA, alice), { action: 'read', resourceType: 'visit' }, 'success');
+      await audit.recordSucceeded(tx, [one(bob, 3), one(null, 4)]);
+      await audit.record(tx, ctxOf(orgA, bob), { action: 'read', resourceType: 'visit' }, 'success');
+      await headsMatchRows(tx);
+    });
+    const seqs = async (chain: string) => rowsOf<{ s: string | number }>(await db.execute(sql`select chain_seq as s from audit_log where chain = ${chain} order by id`)).map((r) => Number(r.s));
+    // In each chain, rows are numbered in the order they were written (ids rise with positions).
+    assert.deepEqual(await seqs(`user:${alice}`), [1, 2, 3, 4, 5]);
+    assert.deepEqual(await seqs(`user:${bob}`), [1, 2, 3]);
+    assert.deepEqual(await seqs(`org:${orgA}`), [1]);
+    const v = await createAuditVerify({ db }).verify();
+    assert.equal(v.ok, true, JSON.stringify(v.broken));
+    assert.equal(v.rowsChecked, 9);
+  });
+
+  test('an insert that brings its own position and hash is chained by the trigger all the same; only audit_append places its rows itself', async () => {
+    await writeTrail(db);
+    await db.execute(sql`insert into audit_log (actor_user_id, organization_id, action, resource_type, outcome, chain, chain_seq, row_hash)
+      values (${alice}::uuid, ${orgA}::uuid, 'read', 'visit', 'success', 'system', 99, repeat('0', 64))`);
+    const [row] = rowsOf<{ chain: string; chain_seq: string | number }>(await db.execute(sql`select chain, chain_seq from audit_log order by id desc limit 1`));
+    assert.deepEqual([row?.chain, Number(row?.chain_seq)], [`user:${alice}`, 5]);
+    assert.equal((await createAuditVerify({ db }).verify()).ok, true);
+    // Claiming to be audit_append does not make a forged row pass verify.
+    const forged = await db.transaction(async (tx) => {
+      await tx.execute(sql`select set_config('fieldchart.audit_appending', 'on', true)`);
+      await tx.execute(sql`insert into audit_log (actor_user_id, organization_id, action, resource_type, outcome, chain, chain_seq, row_hash)
+        values (${alice}::uuid, ${orgA}::uuid, 'read', 'visit', 'success', ${`user:${alice}`}, 6, repeat('0', 64)) returning id`);
+      return rowsOf<{ id: string | number }>(await tx.execute(sql`select max(id) as id from audit_log`))[0]?.id;
+    });
+    const v = await createAuditVerify({ db }).verify();
+    assert.deepEqual(v.broken, [{ chain: `user:${alice}`, seq: 6, id: Number(forged), reason: 'altered' }]);
+  });
+
+  test('property: any mix of row-by-row writes and appended batches, in savepoints kept or rolled back, leaves chains numbered 1..n that verify accepts', async () => {
+    const actors = [alice, bob, null];
+    const op = fc.record({
+      batch: fc.option(fc.array(fc.constantFrom(...actors), { minLength: 1, maxLength: 6 }), { nil: null }),
+      actor: fc.constantFrom(...actors),
+      inSavepoint: fc.boolean(),
+      rollBack: fc.boolean(),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.array(op, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 3 }), async (transactions) => {
+        await db.execute(sql`delete from audit_chain_heads`);
+        await tamper(db, sql`delete from audit_log`);
+        const audit = createAuditLog({ db, clock: systemClock });
+        const write = (on: Db, o: (typeof transactions)[number][number]) =>
+          o.batch
+            ? audit.recordSucceeded(on, o.batch.map((a, i) => ({ ctx: ctxOf(orgA, a), entry: { action: 'read' as const, resourceType: 'visit', details: { i } } })))
+            : audit.record(on, ctxOf(orgA, o.actor), { action: 'read', resourceType: 'visit' }, 'success');
+        let expected = 0;
+        for (const ops of transactions) {
+          let kept = 0;
+          await db.transaction(async (tx) => {
+            for (const o of ops) {
+              const n = o.batch ? o.batch.length : 1;
+              if (!o.inSavepoint) {
+                await write(tx, o);
+                kept += n;
+              } else if (o.rollBack) {
+                await assert.rejects(
+                  tx.transaction(async (sp) => {
+                    await write(sp, o);
+                    throw new Error('rolled back');
+                  }),
+                  /rolled back/,
+                );
+              } else {
+                await tx.transaction((sp) => write(sp, o));
+                kept += n;
+              }
+            }
+            await headsMatchRows(tx);
+          });
+          expected += kept;
+        }
+        await headsMatchRows(db);
+        const v = await createAuditVerify({ db }).verify();
+        assert.equal(v.ok, true, JSON.stringify(v.broken));
+        assert.equal(v.rowsChecked, expected);
+      }),
+      { numRuns: 20 },
+    );
+  });
+
   test('concurrent writers of one chain (one clinician on several devices) never fork it', async () => {
     const audit = createAuditLog({ db, clock: systemClock });
     const writers = Array.from({ length: 12 }, (_, i) =>
       db.transaction(async (tx) => {
-        await audit.record(tx, ctxOf(orgA, alice), { action: 'read', resourceType: 'visit', details: { i } }, 'success');
+        // Half write row by row (REST), half append a batch (a device's queued mutations).
+        if (i % 2 === 0) await audit.record(tx, ctxOf(orgA, alice), { action: 'read', resourceType: 'visit', details: { i } }, 'success');
+        else await audit.recordSucceeded(tx, [0, 1, 2].map((k) => ({ ctx: ctxOf(orgA, alice), entry: { action: 'read' as const, resourceType: 'visit', details: { i, k } } })));
         // Hold the transaction open after the insert, so the next writer must wait on the head.
         await tx.execute(sql`select pg_sleep(0.02)`);
       }),
     );
     await Promise.all(writers);
     const rows = rowsOf<{ chain_seq: string | number }>(await db.execute(sql`select chain_seq from audit_log where chain = ${`user:${alice}`} order by chain_seq`));
-    assert.deepEqual(rows.map((r) => Number(r.chain_seq)), Array.from({ length: 12 }, (_, i) => i + 1));
+    assert.deepEqual(rows.map((r) => Number(r.chain_seq)), Array.from({ length: 24 }, (_, i) => i + 1));
     assert.equal((await createAuditVerify({ db }).verify()).ok, true);
   });
 });

@@ -1,6 +1,6 @@
 import { and, asc, gte, lt, sql, type SQL } from 'drizzle-orm';
 import { auditLog } from '@fieldchart/schema/db';
-import type { Db } from '../../db/database.ts';
+import { rowsOf, type Db } from '../../db/database.ts';
 import type { Clock } from '../../clock.ts';
 import { AppError } from '../../errors.ts';
 
@@ -73,29 +73,27 @@ export function createAuditLog(deps: { db: Db; clock: Clock; durably?: (write: (
 
     /**
      * The success entries of many operations applied together (a set of sync mutations), in
-     * one statement, in order: the rows each operation's `around` would have written.
+     * one statement, in order: the rows each operation's `around` would have written, chained
+     * by `audit_append` (migration audit_append) rather than row by row by the insert trigger.
      */
     async recordSucceeded(tx: Db, entries: ReadonlyArray<{ readonly ctx: AuditContext; readonly entry: AuditEntry }>): Promise<void> {
       if (entries.length === 0) return;
       const at = clock.now().toISOString();
       // One jsonb parameter rather than ten per row (the driver's encoding of a thousand
-      // parameters cost more than the insert); rows go in in order, so the chain does too.
+      // parameters cost more than the insert).
       const rows = entries.map(({ ctx, entry }) => ({
         actor_user_id: ctx.actorUserId,
         organization_id: ctx.organizationId,
         action: entry.action,
         resource_type: entry.resourceType,
         resource_id: entry.resourceId ?? null,
+        outcome: 'success',
         request_id: ctx.requestId,
         details: entry.details ?? {},
       }));
-      await tx.execute(sql`
-        insert into ${auditLog} (at, actor_user_id, organization_id, action, resource_type, resource_id, outcome, request_id, details)
-        select ${at}::timestamptz, x.actor_user_id, x.organization_id, x.action, x.resource_type, x.resource_id, 'success', x.request_id, x.details
-        from rows from (jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as (
-          actor_user_id uuid, organization_id uuid, action text, resource_type text, resource_id text, request_id text, details jsonb))
-          with ordinality as x(actor_user_id, organization_id, action, resource_type, resource_id, request_id, details, n)
-        order by x.n`);
+      const [appended] = rowsOf<{ n: number | string }>(await tx.execute(sql`select audit_append(${at}::timestamptz, ${JSON.stringify(rows)}::jsonb) as n`));
+      // Never expected: the caller's transaction must not commit without its audit rows.
+      if (Number(appended?.n) !== rows.length) throw new Error(`audit_append wrote ${String(appended?.n)} of ${rows.length} audit rows`);
     },
 
     /**
