@@ -90,13 +90,21 @@ async function measureBatches(database: Database, audit: ReturnType<typeof creat
     }));
   // recordSucceeded's statement before migration 0025: the rows in order, chained by the row trigger.
   const rowByRow = (tx: Db, batch: ReturnType<typeof entries>) => {
-    const rows = batch.map(({ ctx, entry }) => ({ ...entry, actor_user_id: ctx.actorUserId, organization_id: ctx.organizationId, request_id: ctx.requestId }));
+    const rows = batch.map(({ ctx, entry }) => ({
+      actor_user_id: ctx.actorUserId,
+      organization_id: ctx.organizationId,
+      action: entry.action,
+      resource_type: entry.resourceType,
+      resource_id: entry.resourceId,
+      request_id: ctx.requestId,
+      details: entry.details,
+    }));
     return tx.execute(sql`
       insert into audit_log (at, actor_user_id, organization_id, action, resource_type, resource_id, outcome, request_id, details)
-      select now(), x.actor_user_id, x.organization_id, x.action, x."resourceType", x."resourceId", 'success', x.request_id, x.details
+      select ${new Date().toISOString()}::timestamptz, x.actor_user_id, x.organization_id, x.action, x.resource_type, x.resource_id, 'success', x.request_id, x.details
       from rows from (jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as (
-        actor_user_id uuid, organization_id uuid, action text, "resourceType" text, "resourceId" text, request_id text, details jsonb))
-        with ordinality as x(actor_user_id, organization_id, action, "resourceType", "resourceId", request_id, details, n)
+        actor_user_id uuid, organization_id uuid, action text, resource_type text, resource_id text, request_id text, details jsonb))
+        with ordinality as x(actor_user_id, organization_id, action, resource_type, resource_id, request_id, details, n)
       order by x.n`);
   };
   const time = async (write: (tx: Db) => Promise<unknown>) => {
