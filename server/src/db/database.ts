@@ -22,7 +22,8 @@ export type DatabaseTarget =
   | {
       readonly kind: 'pglite';
       readonly dataDir: string;
-      readonly loadDataDir?: Blob;
+      /** A data dir archive (PGlite's `dumpDataDir`) to start from; bytes skip Node 20's slow Blob reads. */
+      readonly loadDataDir?: Blob | Uint8Array;
       /**
        * PostgreSQL's `shared_buffers`; PGlite's own 128 MB where absent (the server). PGlite
        * zeroes them at every start, so a one-shot open (a CLI command) asks for less.

@@ -17,6 +17,7 @@ import { Worker } from 'node:worker_threads';
 import type { PGlite, QueryOptions, Results, Transaction } from '@electric-sql/pglite';
 import { query as templateQuery } from '@electric-sql/pglite/template';
 import { passThroughSerializers } from './pg-wire-values.ts';
+import { ownBuffer, pgliteAssets } from './pglite-assets.ts';
 import { deserializeError, type Envelope, type ThreadInit, type ThreadMessage, type ThreadRequest } from './pglite-thread-protocol.ts';
 
 import type { EmbeddedPglite } from './embedded-pglite.ts';
@@ -34,7 +35,7 @@ type Pending = { resolve: (value: unknown) => void; reject: (err: Error) => void
  */
 let compiled: Promise<URL> | null = null;
 async function compileFromSource(): Promise<URL> {
-  const sources = ['./pglite-thread.ts', './pglite-thread-protocol.ts'].map((f) => new URL(f, import.meta.url));
+  const sources = ['./pglite-thread.ts', './pglite-thread-protocol.ts', './bytes-blob.ts'].map((f) => new URL(f, import.meta.url));
   const { build, version } = await import('esbuild');
   const hash = createHash('sha256').update(version);
   for (const f of sources) hash.update(await fs.readFile(f));
@@ -101,10 +102,14 @@ export class PgliteThread implements EmbeddedPglite {
     this.#worker = worker;
   }
 
-  /** The thread's init as the caller has it, the archive as a Blob (read here, then transferred). */
-  static async create(target: Omit<ThreadInit, 'loadDataDir'> & { readonly loadDataDir?: Blob }): Promise<PgliteThread> {
+  /**
+   * The thread's init as the caller has it: the archive as a Blob or bytes (copied or read here,
+   * then transferred), PGlite's assets this process's (pglite-assets.ts).
+   */
+  static async create(target: Omit<ThreadInit, 'loadDataDir' | 'assets'> & { readonly loadDataDir?: Blob | Uint8Array }): Promise<PgliteThread> {
     const { loadDataDir, ...init } = target;
-    const worker = await startWorker({ ...init, ...(loadDataDir ? { loadDataDir: await loadDataDir.arrayBuffer() } : {}) });
+    const archive = loadDataDir === undefined ? undefined : loadDataDir instanceof Uint8Array ? ownBuffer(loadDataDir) : await loadDataDir.arrayBuffer();
+    const worker = await startWorker({ ...init, assets: await pgliteAssets(), ...(archive ? { loadDataDir: archive } : {}) });
     const thread = new PgliteThread(worker);
     const ready = new Promise<void>((resolve, reject) => {
       worker.on('message', (m: ThreadMessage) => {

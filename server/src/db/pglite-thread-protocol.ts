@@ -12,6 +12,16 @@ export interface ThreadInit {
   readonly loadDataDir?: ArrayBuffer;
   /** PostgreSQL's `shared_buffers` (`16MB`); PGlite's own (128 MB) where absent. */
   readonly sharedBuffers?: string;
+  /** PGlite's WebAssembly and file-system bundle, read and compiled once by the opening process (pglite-assets.ts). */
+  readonly assets: PgliteAssets;
+}
+
+/** What PGlite would otherwise read and compile again in every thread. */
+export interface PgliteAssets {
+  readonly pgliteWasmModule: WebAssembly.Module;
+  readonly initdbWasmModule: WebAssembly.Module;
+  /** `pglite.data`: each thread gets its own copy (6 MB). */
+  readonly fsBundle: ArrayBuffer;
 }
 
 interface QueryShape {

@@ -7,6 +7,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type QueryOptions, type Results, type Transaction } from '@electric-sql/pglite';
+import { BytesBlob } from './bytes-blob.ts';
 import { serializeError, type Envelope, type ThreadInit, type ThreadMessage } from './pglite-thread-protocol.ts';
 
 if (!parentPort) throw new Error('pglite-thread runs as a worker thread');
@@ -39,10 +40,14 @@ const passThroughSerializers = new Proxy<Record<number | string, (x: string) => 
 
 let pglite: PGlite;
 try {
+  const { pgliteWasmModule, initdbWasmModule, fsBundle } = init.assets;
   pglite = await PGlite.create({
     dataDir: init.dataDir,
+    pgliteWasmModule,
+    initdbWasmModule,
+    fsBundle: new BytesBlob(fsBundle),
     ...(init.sharedBuffers ? { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${init.sharedBuffers}`] } : {}),
-    ...(init.loadDataDir ? { loadDataDir: new Blob([init.loadDataDir]) } : {}),
+    ...(init.loadDataDir ? { loadDataDir: new BytesBlob(init.loadDataDir, 'application/x-tar') } : {}),
   });
 } catch (err) {
   post({ failed: serializeError(err) });
