@@ -181,12 +181,16 @@ class RecordTimer implements Cmd {
     try {
       ({ mutationId } = await client.visits.recordTimerEvents(visitId, events.map((e) => ev(e.type, e.time))));
     } catch (err) {
-      // Another device's events may reach this one through the feed between the read above
-      // and the write: the device then refuses the write by the same rule the server would.
-      // Only that case is a refusal the model accepts.
+      // The device's copy of the visit may change between the read above and the write: another
+      // device's events reach it through the feed, or the server refuses one of its own earlier
+      // writes and the device rolls that write back (the step before this one is gone). The
+      // device then refuses the write by the same rule the server would. Only a refusal that
+      // the visit as it is now explains — its next missing step is no longer this write's
+      // first — is one the model accepts.
       const now = await client.visits.get(visitId);
-      const arrived = steps.some((s) => now?.timer_events.some((e) => e.event_type === s));
-      if (!(err instanceof InvalidWriteError) || err.code !== 'invalid_timer_sequence' || !arrived) throw err;
+      const haveNow = new Set(now?.timer_events.map((e) => e.event_type));
+      const moved = STEPS.findIndex((s) => !haveNow.has(s)) !== next;
+      if (!(err instanceof InvalidWriteError) || err.code !== 'invalid_timer_sequence' || !moved) throw err;
       m.localRefusals++;
       return;
     }
