@@ -110,6 +110,15 @@ export function figuresOf(result: Json): Figure[] {
         .filter((r) => r.name !== 'copy')
         .map((r) => row(`${str(r.name)} ${fmt(num(result.fileMb), 0)} MB (MB/s)`, `${ms(num(r.bestMs))} (${fmt(num(r.mbPerSec))})`, copy ? `file copy ${ms(num(copy.bestMs))}` : '—', `${x(num(r.ratioToCopy))} throughput`));
     }
+    case 'embedded-open': {
+      // The first row is PGlite's own open of the same archive in the same run: the baseline of every other.
+      const [base, ...rest] = list(result.results);
+      if (!base) return [];
+      const flags = result.liftoffOnly === true ? ', --liftoff-only' : '';
+      return rest.map((r) =>
+        row(`open from a ${fmt(num(result.archiveBytes) / 1e6)} MB archive, ${str(r.name)}${flags} (CPU)`, ms(num(r.cpuMs)), `PGlite.create, Blob ${ms(num(base.cpuMs))}`, `${x(num(r.cpuRatio))} CPU`),
+      );
+    }
     case 'audit-chain':
       return list(result.results).flatMap((r) => {
         const batch = (r.batch ?? null) as Json | null;

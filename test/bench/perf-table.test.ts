@@ -83,6 +83,24 @@ test('the field app cold start: each start beside the static list of the same ru
   );
 });
 
+test('opening the embedded database: each way beside PGlite’s own open of the same archive in the same run', () => {
+  const rows = figuresOf({
+    bench: 'embedded-open',
+    backend: 'pglite',
+    archiveBytes: 42_682_880,
+    rounds: 5,
+    liftoffOnly: true,
+    results: [
+      { name: 'PGlite.create, Blob (baseline)', wallMs: 1270, cpuMs: 1546, cpuRatio: 1 },
+      { name: 'openDatabase, bytes, 16 MB buffers', wallMs: 678, cpuMs: 832.6, cpuRatio: 0.5385 },
+    ],
+  });
+  assert.deepEqual(
+    rows.map((r) => [r.measure, r.figure, r.baseline, r.ratio]),
+    [['open from a 42.7 MB archive, openDatabase, bytes, 16 MB buffers, --liftoff-only (CPU)', '832.6 ms', 'PGlite.create, Blob 1,546.0 ms', '0.54× CPU']],
+  );
+});
+
 test('the table replaces only what is between its markers, and is appended once when absent', () => {
   const table = performanceTable([reconcile, restFloor], 'test machine');
   assert.match(table, /\| sync-reconcile \| pglite \| 10,000 queued mutations/);

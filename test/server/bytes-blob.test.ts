@@ -9,7 +9,8 @@ import { BytesBlob } from '../../server/src/db/bytes-blob.ts';
 
 async function streamed(blob: Blob): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
-  for await (const chunk of blob.stream()) chunks.push(chunk);
+  const reader = blob.stream().getReader();
+  for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
   return new Uint8Array(Buffer.concat(chunks));
 }
 
