@@ -116,8 +116,8 @@ export async function serverDataDir(prefix: string, onPostgres: boolean): Promis
 
 /**
  * A test database's shared buffers: PGlite zeroes them at every open, and a test's data is a few
- * MB. With the server's 128 MB an open from the template cost about 0.45 s more CPU (1.4 s
- * against 0.8–1.0 s, this machine), and the suite opens one per test. The code under test is the
+ * MB. With the server's 128 MB an open from the template cost 0.4 s more CPU (1.2 s against
+ * 0.8 s, bench/embedded-open.ts), and every test server opens one. The code under test is the
  * same; a spawned server keeps its own 128 MB.
  */
 const TEST_SHARED_BUFFERS = '16MB';
