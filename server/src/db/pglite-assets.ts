@@ -22,12 +22,6 @@ async function load(): Promise<PgliteAssets> {
   const read = (name: string) => fs.readFile(fileURLToPath(import.meta.resolve(`@electric-sql/pglite/${name}`)));
   const [pglite, initdb, bundle] = await Promise.all([read('pglite.wasm'), read('initdb.wasm'), read('pglite.data')]);
   const [pgliteWasmModule, initdbWasmModule] = await Promise.all([WebAssembly.compile(pglite), WebAssembly.compile(initdb)]);
-  return { pgliteWasmModule, initdbWasmModule, fsBundle: ownBuffer(bundle) };
-}
-
-/** The bytes in an ArrayBuffer of their own (a read file's Buffer may be a view into a pool). */
-export function ownBuffer(bytes: Uint8Array): ArrayBuffer {
-  const copy = new Uint8Array(bytes.byteLength);
-  copy.set(bytes);
-  return copy.buffer;
+  // Copied into an ArrayBuffer of its own: a read file's Buffer may be a view into a larger one.
+  return { pgliteWasmModule, initdbWasmModule, fsBundle: new Uint8Array(bundle).buffer };
 }

@@ -17,7 +17,7 @@ import { Worker } from 'node:worker_threads';
 import type { PGlite, QueryOptions, Results, Transaction } from '@electric-sql/pglite';
 import { query as templateQuery } from '@electric-sql/pglite/template';
 import { passThroughSerializers } from './pg-wire-values.ts';
-import { ownBuffer, pgliteAssets } from './pglite-assets.ts';
+import { pgliteAssets } from './pglite-assets.ts';
 import { deserializeError, type Envelope, type ThreadInit, type ThreadMessage, type ThreadRequest } from './pglite-thread-protocol.ts';
 
 import type { EmbeddedPglite } from './embedded-pglite.ts';
@@ -108,7 +108,7 @@ export class PgliteThread implements EmbeddedPglite {
    */
   static async create(target: Omit<ThreadInit, 'loadDataDir' | 'assets'> & { readonly loadDataDir?: Blob | Uint8Array }): Promise<PgliteThread> {
     const { loadDataDir, ...init } = target;
-    const archive = loadDataDir === undefined ? undefined : loadDataDir instanceof Uint8Array ? ownBuffer(loadDataDir) : await loadDataDir.arrayBuffer();
+    const archive = loadDataDir === undefined ? undefined : loadDataDir instanceof Uint8Array ? new Uint8Array(loadDataDir).buffer : await loadDataDir.arrayBuffer();
     const worker = await startWorker({ ...init, assets: await pgliteAssets(), ...(archive ? { loadDataDir: archive } : {}) });
     const thread = new PgliteThread(worker);
     const ready = new Promise<void>((resolve, reject) => {
