@@ -131,6 +131,7 @@ const parseJson = (value: unknown): unknown => (typeof value === 'string' ? JSON
 const agg = (query: SQLWrapper): SQL => sql`(select coalesce(json_agg(t), '[]'::json) from (${query}) t)`;
 
 /** The statements' parameters: a diff's are the placeholders of a statement prepared once. */
+export type DiffValues = Params;
 type Params = {
   readonly user: string;
   readonly client: string;
@@ -325,12 +326,28 @@ type RowTable = 'patients' | 'patient_referrals' | 'soap_notes' | 'visit_mileage
 type LineTable = 'visits' | 'timer_events';
 const ROW_TABLES: readonly RowTable[] = ['patients', 'patient_referrals', 'soap_notes', 'visit_mileage', 'notifications', 'ai_status'];
 
+/** A table of the feed: its new rows are one field of the diff. */
+export type FeedTable = RowTable | LineTable;
+export const FEED_TABLES: readonly FeedTable[] = [...ROW_TABLES, 'visits', 'timer_events'];
+
 /** The diff: the scope and every table's new rows in one statement (one JSON array, or one text of lines, per table). */
 function diffFields() {
   const tables = tableQueries('diff', placeholder);
   const rows = Object.fromEntries(ROW_TABLES.map((t) => [t, sql<string>`${agg(tables[t])}::text`])) as Record<RowTable, SQL<string>>;
   const lines = (query: SQLWrapper) => sql<string | null>`(select string_agg(t.line, E'\n') from (${query}) t)`;
   return { ...scopeFields(placeholder), ...rows, visits: lines(tables.visits), timer_events: lines(tables.timer_events) };
+}
+
+/**
+ * The diff's statement, with each placeholder one parameter (the user is named in every table's
+ * query: 79 bound values became 7, parsed once by PostgreSQL per poke instead of once per use).
+ * `tables` keeps the scope and those tables' fields only: the feed reads them all;
+ * bench/feed-diff-tables.ts measures what a statement of fewer tables would cost a poke.
+ */
+export function diffQuery(tables: readonly FeedTable[] = FEED_TABLES): { sql: string; params: unknown[] } {
+  const fields = diffFields();
+  const kept = Object.fromEntries(Object.entries(fields).filter(([key]) => !(FEED_TABLES as readonly string[]).includes(key) || (tables as readonly string[]).includes(key)));
+  return foldPlaceholders(dialect.sqlToQuery(qb.select(named(kept)).from(ONE).getSQL()));
 }
 
 /**
@@ -363,17 +380,20 @@ const ONE = sql`(select 1) as one`;
  * SQL-level `PREPARE`, run by `EXECUTE`.
  */
 function preparedDiff(db: Db, oneSession: boolean, onDiff: FeedDeps['onDiff']) {
-  // Each placeholder is one parameter (the user is named in every table's query): 79 bound
-  // values became 7, parsed once by PostgreSQL per poke instead of once per use.
-  const query = foldPlaceholders(dialect.sqlToQuery(qb.select(named(diffFields())).from(ONE).getSQL()));
-  const statement = oneSession ? null : db._.session.prepareQuery(query, undefined, 'fieldchart_feed_diff', false);
-  const execute = statement ? async (values: Params) => rowsOf<DiffRow>(await statement.execute(values)) : sessionPrepared<DiffRow>(db, 'fieldchart_feed_diff', query);
+  const query = diffQuery();
+  const execute = preparedStatement<DiffRow>(db, oneSession, 'fieldchart_feed_diff', query);
   return async (values: Params): Promise<DiffRow> => {
     onDiff?.({ sql: query.sql, params: fillPlaceholders(query.params, values) });
     const [row] = await execute(values);
     if (!row) throw new Error('the feed statement answered no row');
     return row;
   };
+}
+
+/** A statement of `diffQuery` prepared under `name`, as the feed prepares its diff; run with a diff's values. */
+export function preparedStatement<R>(db: Db, oneSession: boolean, name: string, query: { sql: string; params: unknown[] }): (values: DiffValues) => Promise<R[]> {
+  const statement = oneSession ? null : db._.session.prepareQuery(query, undefined, name, false);
+  return statement ? async (values) => rowsOf<R>(await statement.execute(values)) : sessionPrepared<R>(db, name, query);
 }
 
 /** A change as it travels, with the version it is ordered by. */
