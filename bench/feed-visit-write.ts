@@ -15,7 +15,6 @@
  * may be created (the tests' migrated template, test/helpers/backends.ts). BENCH_FEED_WRITES (default 200, 20–5,000) writes per kind.
  * Output: a table, then one JSON line (last on stdout).
  */
-import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { sql } from 'drizzle-orm';
@@ -24,6 +23,7 @@ import { createPhiCrypto } from '../server/src/security/phi-crypto.ts';
 import { generateKeyFile } from '../server/src/security/phi-keyring.ts';
 import { createFeed } from '../server/src/services/sync/feed.ts';
 import { setting } from './support/measure.ts';
+import { seedVisitDay } from './support/visit-day-seed.ts';
 import { median } from './support/sync-peer.ts';
 
 const WRITES = setting('BENCH_FEED_WRITES', 200, 20, 5_000);
@@ -31,28 +31,12 @@ const ROUNDS = 8;
 const WARMUP = 20;
 /** One write per visit: each write finds its visit as a clinician's day leaves it (3 events, a note, mileage). */
 const VISITS = WARMUP + 2 * ROUNDS * Math.ceil(WRITES / ROUNDS);
-/** A note's four sections, about what a clinician writes for a home visit. */
-const SECTION = 'Patient reports improved tolerance to stairs; ambulated 150 ft with rolling walker, min assist. '.repeat(8);
 
 async function measure(backend: string, database: Database) {
   const { db } = database;
   const phi = createPhiCrypto(generateKeyFile());
   const feed = createFeed({ db, phi, oneSession: database.pglite !== null, planned: database.planned });
-  const user = randomUUID();
-  const today = new Date().toISOString().slice(0, 10);
-  await db.execute(sql`insert into users (id, email, first_name, last_name) values (${user}::uuid, ${`${user}@bench.invalid`}, 'Bench', 'Clinician')`);
-  const visitIds = Array.from({ length: VISITS }, () => randomUUID());
-  for (const v of visitIds) {
-    const note = randomUUID();
-    const sealed = (column: string) => phi.seal(SECTION, 'soap_notes', column, note);
-    await db.execute(sql`insert into visits (id, owner_id, visit_date, start_time) values (${v}::uuid, ${user}::uuid, ${today}::date, '09:00')`);
-    await db.execute(sql`insert into soap_notes (id, visit_id, owner_id, subjective_enc, objective_enc, assessment_enc, plan_enc)
-      values (${note}::uuid, ${v}::uuid, ${user}::uuid, ${sealed('subjective_enc')}, ${sealed('objective_enc')}, ${sealed('assessment_enc')}, ${sealed('plan_enc')})`);
-    await db.execute(sql`insert into timer_events (visit_id, owner_id, event_type, event_time)
-      select ${v}::uuid, ${user}::uuid, t, now() - (n || ' minutes')::interval
-      from unnest(array['start_travel', 'arrive', 'start_documentation']) with ordinality as e(t, n)`);
-    await db.execute(sql`insert into visit_mileage (visit_id, owner_id, total_miles, recorded_at) values (${v}::uuid, ${user}::uuid, 12.5, now())`);
-  }
+  const { user, visitIds } = await seedVisitDay(db, phi, VISITS);
   const now = new Date();
   let cursor = (await feed.read(user, null, now)).cursor;
   let tick = 0;

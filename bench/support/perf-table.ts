@@ -148,6 +148,18 @@ export function figuresOf(result: Json): Figure[] {
           { bench, backend: str(r.backend), measure: 'timer event on a visit with a note → its devices, diff p50', figure: ms(num(inPlace.diffMedianMs)), baseline: `${baseline}, ${ms(num(replaced.diffMedianMs))}`, ratio: `${x(num(r.msRatio))} time` },
         ];
       });
+    case 'feed-diff-tables':
+      return list(result.results).flatMap((r) => {
+        const p50 = (key: string) => num(((r[key] ?? {}) as Json).p50Ms);
+        const locks = (key: string) => {
+          const l = ((r.relationLocks ?? {}) as Json)[key] as Json | undefined;
+          return l ? `, ${fmt(num(l.fastPath) + num(l.shared), 0)} relation locks (${fmt(num(l.shared), 0)} beyond the fast path)` : '';
+        };
+        return [
+          { bench, backend: str(r.backend), measure: "a poke's diff, every table, after a mileage write (p50)", figure: `${ms(p50('every table'))}${locks('every table')}`, baseline: `the changed row by its primary key ${ms(p50('pk read'))}`, ratio: `${x(num(r.everyTableVsPkRead))} time` },
+          { bench, backend: str(r.backend), measure: 'the same diff of the scope and visit_mileage only (p50)', figure: `${ms(p50('mileage'))}${locks('mileage')}`, baseline: `every table ${ms(p50('every table'))}`, ratio: `${x(num(r.mileageVsEveryTable))} time` },
+        ];
+      });
     case 'route-solver': {
       const exact = (result.heldKarp12Ms ?? {}) as Json;
       const brute = (result.bruteForce9Ms ?? {}) as Json;
