@@ -31,6 +31,7 @@ import { createPhiCrypto } from '../server/src/security/phi-crypto.ts';
 import { generateKeyFile } from '../server/src/security/phi-keyring.ts';
 import { createFeed, diffQuery, FEED_TABLES, preparedStatement, windowOf, type DiffValues, type FeedTable } from '../server/src/services/sync/feed.ts';
 import { decodeCursor } from '../server/src/services/sync/feed-cursor.ts';
+import { onEachBackend } from './support/each-backend.ts';
 import { setting } from './support/measure.ts';
 import { fmt, latencies, latencyJson, ratio, table, type Latencies } from './support/sync-peer.ts';
 import { seedVisitDay } from './support/visit-day-seed.ts';
@@ -131,18 +132,7 @@ async function relationLocks(database: Database, statements: Map<Kind, { query: 
 }
 
 const loadBefore = os.loadavg()[0] ?? 0;
-// backends.ts decides at import which backends exist, from TEST_DATABASE_URL.
-if (process.env.BENCH_DATABASE_URL) process.env.TEST_DATABASE_URL = process.env.BENCH_DATABASE_URL;
-const { backends } = await import('../test/helpers/backends.ts');
-const results = [];
-for (const backend of backends) {
-  const opened = await backend.open();
-  try {
-    results.push(await measure(backend.name, opened.database));
-  } finally {
-    await opened.drop();
-  }
-}
+const results = await onEachBackend(measure);
 
 console.log(`a mileage write → the statement a poke runs, from the cursor before the write (${WRITES} writes after ${WARMUP}, a day of ${VISITS} visits)`);
 console.log(

@@ -22,6 +22,7 @@ import type { Database } from '../server/src/db/database.ts';
 import { createPhiCrypto } from '../server/src/security/phi-crypto.ts';
 import { generateKeyFile } from '../server/src/security/phi-keyring.ts';
 import { createFeed } from '../server/src/services/sync/feed.ts';
+import { onEachBackend } from './support/each-backend.ts';
 import { setting } from './support/measure.ts';
 import { seedVisitDay } from './support/visit-day-seed.ts';
 import { median } from './support/sync-peer.ts';
@@ -76,18 +77,7 @@ async function measure(backend: string, database: Database) {
 }
 
 const loadBefore = os.loadavg()[0] ?? 0;
-// backends.ts decides at import which backends exist, from TEST_DATABASE_URL.
-if (process.env.BENCH_DATABASE_URL) process.env.TEST_DATABASE_URL = process.env.BENCH_DATABASE_URL;
-const { backends } = await import('../test/helpers/backends.ts');
-const results = [];
-for (const backend of backends) {
-  const opened = await backend.open();
-  try {
-    results.push(await measure(backend.name, opened.database));
-  } finally {
-    await opened.drop();
-  }
-}
+const results = await onEachBackend(measure);
 
 console.log(`a timer event on a visit with a note, 3 events and mileage → the diff its devices get (one write per visit, ${VISITS} visits)`);
 console.log('backend   kind        writes  rows/write  bytes/write  diff p50   vs re-placed (bytes, time)');
