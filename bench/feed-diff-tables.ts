@@ -29,7 +29,7 @@ import { visitMileage } from '@fieldchart/schema/db';
 import type { Database } from '../server/src/db/database.ts';
 import { createPhiCrypto } from '../server/src/security/phi-crypto.ts';
 import { generateKeyFile } from '../server/src/security/phi-keyring.ts';
-import { createFeed, diffQuery, FEED_TABLES, preparedStatement, windowOf, type DiffValues, type FeedTable } from '../server/src/services/sync/feed.ts';
+import { createFeed, diffQuery, FEED_TABLES, prepareDiffStatement, windowOf, type DiffValues, type FeedTable } from '../server/src/services/sync/feed.ts';
 import { decodeCursor } from '../server/src/services/sync/feed-cursor.ts';
 import { onEachBackend } from './support/each-backend.ts';
 import { setting } from './support/measure.ts';
@@ -62,7 +62,7 @@ async function measure(backend: string, database: Database) {
   for (const kind of KINDS) {
     if (!kind.tables) continue;
     const query = diffQuery(kind.tables);
-    statements.set(kind.name, { query, run: preparedStatement(where, oneSession, `bench_diff_${kind.name.replace(' ', '_')}`, query) });
+    statements.set(kind.name, { query, run: prepareDiffStatement(where, oneSession, `bench_diff_${kind.name.replace(' ', '_')}`, query) });
   }
 
   let read = await feed.read(user, null, new Date());

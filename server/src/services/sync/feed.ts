@@ -131,7 +131,6 @@ const parseJson = (value: unknown): unknown => (typeof value === 'string' ? JSON
 const agg = (query: SQLWrapper): SQL => sql`(select coalesce(json_agg(t), '[]'::json) from (${query}) t)`;
 
 /** The statements' parameters: a diff's are the placeholders of a statement prepared once. */
-export type DiffValues = Params;
 type Params = {
   readonly user: string;
   readonly client: string;
@@ -142,6 +141,9 @@ type Params = {
   readonly sinceFrom?: string;
   readonly sinceTo?: string;
 };
+
+/** A diff's values, for a statement of `diffQuery` run outside the feed (the benches). */
+export type DiffValues = Params;
 
 /** A statement's parameter: a placeholder (the prepared diff) or a bound value (the full read). */
 type Param = (name: keyof Params) => SQL;
@@ -381,7 +383,7 @@ const ONE = sql`(select 1) as one`;
  */
 function preparedDiff(db: Db, oneSession: boolean, onDiff: FeedDeps['onDiff']) {
   const query = diffQuery();
-  const execute = preparedStatement<DiffRow>(db, oneSession, 'fieldchart_feed_diff', query);
+  const execute = prepareDiffStatement<DiffRow>(db, oneSession, 'fieldchart_feed_diff', query);
   return async (values: Params): Promise<DiffRow> => {
     onDiff?.({ sql: query.sql, params: fillPlaceholders(query.params, values) });
     const [row] = await execute(values);
@@ -391,7 +393,7 @@ function preparedDiff(db: Db, oneSession: boolean, onDiff: FeedDeps['onDiff']) {
 }
 
 /** A statement of `diffQuery` prepared under `name`, as the feed prepares its diff; run with a diff's values. */
-export function preparedStatement<R>(db: Db, oneSession: boolean, name: string, query: { sql: string; params: unknown[] }): (values: DiffValues) => Promise<R[]> {
+export function prepareDiffStatement<R>(db: Db, oneSession: boolean, name: string, query: { sql: string; params: unknown[] }): (values: DiffValues) => Promise<R[]> {
   const statement = oneSession ? null : db._.session.prepareQuery(query, undefined, name, false);
   return statement ? async (values) => rowsOf<R>(await statement.execute(values)) : sessionPrepared<R>(db, name, query);
 }
