@@ -27,6 +27,7 @@ import { performance } from 'node:perf_hooks';
 import { eq, fillPlaceholders, sql } from 'drizzle-orm';
 import { visitMileage } from '@fieldchart/schema/db';
 import type { Database } from '../server/src/db/database.ts';
+import { executeText } from '../server/src/db/one-statement.ts';
 import { createPhiCrypto } from '../server/src/security/phi-crypto.ts';
 import { generateKeyFile } from '../server/src/security/phi-keyring.ts';
 import { createFeed, diffQuery, FEED_TABLES, prepareDiffStatement, windowOf, type DiffValues, type FeedTable } from '../server/src/services/sync/feed.ts';
@@ -111,8 +112,7 @@ async function relationLocks(database: Database, statements: Map<Kind, { query: 
   try {
     await connection.unsafe('set plan_cache_mode = force_generic_plan');
     for (const [name, { query }] of statements) {
-      const literal = (v: unknown) => (v === null || v === undefined ? 'null' : `'${String(v).replaceAll("'", "''")}'`);
-      const execute = `execute bench_locks(${fillPlaceholders(query.params, values).map(literal).join(', ')})`;
+      const execute = executeText('bench_locks', fillPlaceholders(query.params, values));
       await connection.unsafe(`prepare bench_locks as ${query.sql}`);
       await connection.unsafe(execute);
       await connection.unsafe('begin');
