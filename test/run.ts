@@ -3,15 +3,17 @@
  * With TEST_DATABASE_URL set, the database suites also run on PostgreSQL (see
  * helpers/backends.ts). Extra arguments filter files by substring: `npm test -- accounts`.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sweepLeftovers } from './helpers/leftovers.ts';
 import { TEST_NODE_FLAGS } from './helpers/node-flags.ts';
+import { bundledPath, bundleTests, sourceOfBundled } from './helpers/test-bundle.ts';
 
 const root = path.dirname(fileURLToPath(import.meta.url));
+const repoRoot = path.join(root, '..');
 const filters = process.argv.slice(2);
 
 function walk(dir: string): string[] {
@@ -41,8 +43,11 @@ console.log(
 // `node --test` has no build and uses the bin (`npx fieldchart`) instead; the bin itself stays
 // tested by the suites that spawn it by name. Inside the checkout, so the external packages
 // resolve from its node_modules.
-const cacheDir = path.join(root, '..', 'node_modules', '.cache');
+const cacheDir = path.join(repoRoot, 'node_modules', '.cache');
 const buildDir = path.join(cacheDir, `fieldchart-test-build-${process.pid}`);
+// The test files themselves run bundled (helpers/test-bundle.ts); beside the build, not in it:
+// scripts/build.ts empties its outdir first.
+const bundleDir = path.join(cacheDir, `fieldchart-test-bundle-${process.pid}`);
 // The test processes' temporary files (device databases, servers' data dirs, PGlite's test
 // template, browser profiles) live in a directory of this run's, removed at its end. On disk:
 // the same HEAD ran `npm test` in 1,413 s with them in os.tmpdir() and 1,652 s in /dev/shm,
@@ -52,19 +57,32 @@ const runTmp = path.join(tmpBase, `fieldchart-test-run-${process.pid}`);
 // A run killed outright (SIGKILL) could not remove its build and files: the next run does, once
 // that run's process is gone.
 sweepLeftovers(cacheDir, 'fieldchart-test-build-');
+sweepLeftovers(cacheDir, 'fieldchart-test-bundle-');
 sweepLeftovers(tmpBase, 'fieldchart-test-run-');
 fs.mkdirSync(runTmp, { recursive: true });
 const buildStarted = performance.now();
-const built = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, '..', 'scripts/build.ts'), '--outdir', buildDir], { stdio: ['ignore', 'ignore', 'inherit'] });
-if (built.status !== 0) {
-  console.error('the build for the CLI suites failed (scripts/build.ts)');
-  fs.rmSync(runTmp, { recursive: true, force: true });
+const built = new Promise<number | null>((resolve) => {
+  spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'scripts/build.ts'), '--outdir', buildDir], { stdio: ['ignore', 'ignore', 'inherit'] })
+    .on('error', () => resolve(null))
+    .on('exit', (code) => resolve(code));
+});
+const exitWhenDone = path.join(root, 'helpers', 'exit-when-done.ts');
+const bundled = bundleTests(repoRoot, [...files, exitWhenDone], bundleDir).then(
+  () => true,
+  (err: unknown) => {
+    console.error('bundling the test files failed (helpers/test-bundle.ts):', err);
+    return false;
+  },
+);
+const [buildStatus, bundleOk] = await Promise.all([built, bundled]);
+if (buildStatus !== 0 || !bundleOk) {
+  if (buildStatus !== 0) console.error('the build for the CLI suites failed (scripts/build.ts)');
+  for (const dir of [buildDir, bundleDir, runTmp]) fs.rmSync(dir, { recursive: true, force: true });
   process.exit(1);
 }
-console.log(`built the CLI and server for this run in ${((performance.now() - buildStarted) / 1000).toFixed(1)} s`);
+console.log(`built the CLI and server, and bundled the test files, for this run in ${((performance.now() - buildStarted) / 1000).toFixed(1)} s`);
 const cleanUp = () => {
-  fs.rmSync(buildDir, { recursive: true, force: true });
-  fs.rmSync(runTmp, { recursive: true, force: true });
+  for (const dir of [buildDir, bundleDir, runTmp]) fs.rmSync(dir, { recursive: true, force: true });
 };
 // Each file's time, start of its process to end of its tests (helpers/exit-when-done.ts): the
 // slowest are printed last, and every file's is kept in lastTimings until the next run.
@@ -97,6 +115,7 @@ function printSlowest(): void {
     .split('\n')
     .filter(Boolean)
     .map((line) => JSON.parse(line) as { file: string; ms: number; cpuMs?: number })
+    .map((r) => ({ ...r, file: sourceOfBundled(repoRoot, bundleDir, r.file) }))
     .sort((a, b) => b.ms - a.ms);
   fs.rmSync(timingsFile, { force: true });
   if (rows.length === 0) return;
@@ -104,12 +123,12 @@ function printSlowest(): void {
   const cpu = rows.reduce((sum, r) => sum + (r.cpuMs ?? 0), 0);
   console.log(`\nslowest test files (of ${rows.length}; ${(total / 1000).toFixed(0)} s of test processes in all, ${process.env.TEST_CONCURRENCY ?? '2'} at a time):`);
   // Their own CPU beside each time: a file far below its time waits (on timers, other processes, a browser).
-  const lines = rows.map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${r.cpuMs === undefined ? '' : `${(r.cpuMs / 1000).toFixed(1).padStart(6)} s CPU  `}${path.relative(path.join(root, '..'), r.file)}`);
+  const lines = rows.map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${r.cpuMs === undefined ? '' : `${(r.cpuMs / 1000).toFixed(1).padStart(6)} s CPU  `}${path.relative(repoRoot, r.file)}`);
   for (const line of lines.slice(0, SLOWEST_SHOWN)) console.log(line);
   const busy = machineBusy();
   console.log(`(the test processes' own CPU: ${(cpu / 1000).toFixed(0)} s${busy === null ? '' : `; the machine's ${os.cpus().length} cores were busy ${(busy * 100).toFixed(0)}% of the run`})`);
   fs.writeFileSync(lastTimings, `${lines.join('\n')}\n`);
-  console.log(`(every file's: ${path.relative(path.join(root, '..'), lastTimings)})`);
+  console.log(`(every file's: ${path.relative(repoRoot, lastTimings)})`);
 }
 const child = spawn(
   process.execPath,
@@ -117,16 +136,16 @@ const child = spawn(
     // PGlite's WebAssembly compiled by V8's baseline compiler only (helpers/node-flags.ts); the
     // test runner hands these flags on to every file's process.
     ...TEST_NODE_FLAGS,
-    '--import',
-    'tsx',
+    // Stacks and `test at` lines name the TypeScript sources (helpers/test-bundle.ts).
+    '--enable-source-maps',
     '--test',
     `--test-concurrency=${process.env.TEST_CONCURRENCY ?? '2'}`,
     '--test-reporter=spec',
     '--test-timeout=600000',
     // A file whose tests are done exits, whatever it left open (helpers/exit-when-done.ts).
     '--import',
-    path.join(root, 'helpers', 'exit-when-done.ts'),
-    ...files,
+    bundledPath(repoRoot, bundleDir, exitWhenDone),
+    ...files.map((f) => bundledPath(repoRoot, bundleDir, f)),
   ],
   { stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test', TMPDIR: runTmp, FIELDCHART_TEST_BUILD: buildDir, FIELDCHART_TEST_TIMINGS: timingsFile } },
 );
