@@ -25,7 +25,7 @@ export function bundledPath(repoRoot: string, outdir: string, source: string): s
 /** The source a bundled test file came from, or the path as given if it is not one. */
 export function sourceOfBundled(repoRoot: string, outdir: string, file: string): string {
   const relative = path.relative(outdir, file);
-  return relative.startsWith('..') || path.isAbsolute(relative) ? file : path.join(repoRoot, relative).replace(/\.js$/, '.ts');
+  return relative.startsWith('..') ? file : path.join(repoRoot, relative).replace(/\.js$/, '.ts');
 }
 
 /** What `import.meta.url`, `.dirname` and `.filename` become: names each module declares for itself. */
@@ -49,10 +49,7 @@ export function withSourceMeta(text: string, file: string): string {
 const sourceMeta: Plugin = {
   name: 'source-import-meta',
   setup(b) {
-    b.onLoad({ filter: /\.ts$/ }, async (args) => {
-      if (args.path.includes(`${path.sep}node_modules${path.sep}`)) return undefined;
-      return { contents: withSourceMeta(await fs.readFile(args.path, 'utf8'), args.path), loader: 'ts' };
-    });
+    b.onLoad({ filter: /\.ts$/ }, async (args) => ({ contents: withSourceMeta(await fs.readFile(args.path, 'utf8'), args.path), loader: 'ts' }));
   },
 };
 
@@ -79,7 +76,8 @@ export async function bundleTests(repoRoot: string, entries: readonly string[], 
     // Names as the sources spell them: bundling renames colliding top-level names, and error
     // classes and logs read `.name`.
     keepNames: true,
-    external: [...Object.keys(pkg.dependencies), ...Object.keys(pkg.devDependencies)].filter((name) => !name.startsWith('@fieldchart/')),
+    // As scripts/build.ts does: the root's packages; the workspaces are not among them, so they bundle.
+    external: [...Object.keys(pkg.dependencies), ...Object.keys(pkg.devDependencies)],
     define: META_DEFINE,
     plugins: [sourceMeta],
     logLevel: 'warning',
