@@ -152,7 +152,7 @@ export class PgliteThread implements EmbeddedPglite {
 
   #receive(m: ThreadMessage): void {
     if ('notify' in m) {
-      this.#listeners.get(m.notify)?.callback(m.payload);
+      for (const [listener, payload] of m.notify) this.#listeners.get(listener)?.callback(payload);
       return;
     }
     if (!('id' in m)) return;

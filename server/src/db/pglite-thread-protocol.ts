@@ -59,7 +59,8 @@ export type ThreadMessage =
   | { readonly failed: SerializedError }
   | { readonly id: number; readonly ok: true; readonly value: unknown }
   | { readonly id: number; readonly ok: false; readonly error: SerializedError }
-  | { readonly notify: number; readonly payload: string };
+  /** Notifications that reached listeners together (a statement's, in order): `[listener, payload]` each. */
+  | { readonly notify: ReadonlyArray<readonly [number, string]> };
 
 export function serializeError(err: unknown): SerializedError {
   if (!(err instanceof Error)) return { kind: 'plain', message: String(err), fields: {} };

@@ -65,6 +65,24 @@ pglite.execProtocolStream = (message, options) => {
 const txs = new Map<number, OpenTx>();
 const listeners = new Map<number, (payload: string) => void>();
 
+/**
+ * PGlite calls the listeners of a statement's notifications one microtask each, all queued
+ * together; they cross to the server's thread as one message, as PostgreSQL sends a commit's
+ * notifications together. Sent one message each, the server's side saw a transaction's pokes
+ * in separate turns and could not take them as one (a commit pokes once per table it wrote).
+ */
+let notices: Array<readonly [number, string]> = [];
+function notice(listener: number, payload: string): void {
+  if (notices.length === 0) {
+    queueMicrotask(() => {
+      const batch = notices;
+      notices = [];
+      post({ notify: batch });
+    });
+  }
+  notices.push([listener, payload]);
+}
+
 function target(tx: number | undefined): PGlite | Transaction {
   if (tx === undefined) return pglite;
   const open = txs.get(tx);
@@ -126,7 +144,7 @@ async function handle(m: Envelope): Promise<{ value: unknown; transfer?: ArrayBu
       return { value: null };
     }
     case 'listen': {
-      const callback = (payload: string) => post({ notify: m.listener, payload });
+      const callback = (payload: string) => notice(m.listener, payload);
       listeners.set(m.listener, callback);
       const open = m.tx === undefined ? undefined : txs.get(m.tx)?.tx;
       try {
