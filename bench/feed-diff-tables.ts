@@ -7,12 +7,13 @@
  *   pk read     the floor's read: the changed mileage row by its primary key (prepared) — the baseline
  *   scope       the diff's statement with the scope only (snapshot, time zone, seat, overrides,
  *               the device's acked id) and no table
- *   mileage     the scope and visit_mileage only: what a poke that knew its write touched only
- *               mileage would read
+ *   mileage     what a poke of visit_mileage alone reads since migration 0026 (feed.ts
+ *               `tableDiffQuery`): the scope without the device's acked id, and the mileage
+ *               written since the cursor
  *   every table the diff as the feed runs it on every poke (feed.ts `diffQuery()`): the scope and
  *               all eight tables
  *
- * Each is the feed's own statement builder (`diffQuery`), prepared as the feed prepares its
+ * Each is the feed's own statement builder (`diffQuery`, `tableDiffQuery`), prepared as the feed prepares its
  * diff, and the mileage and full statements must return the written row. On PostgreSQL the run
  * also counts the relation locks each statement takes (a backend holds 16 of them on the fast
  * path; the rest go to the shared lock table). A clinician's day of 20 visits, each with a note,
@@ -30,7 +31,7 @@ import type { Database } from '../server/src/db/database.ts';
 import { executeText } from '../server/src/db/one-statement.ts';
 import { createPhiCrypto } from '../server/src/security/phi-crypto.ts';
 import { generateKeyFile } from '../server/src/security/phi-keyring.ts';
-import { createFeed, diffQuery, FEED_TABLES, prepareDiffStatement, windowOf, type DiffValues, type FeedTable } from '../server/src/services/sync/feed.ts';
+import { createFeed, diffQuery, FEED_TABLES, tableDiffQuery, prepareDiffStatement, windowOf, type DiffValues, type FeedTable } from '../server/src/services/sync/feed.ts';
 import { decodeCursor } from '../server/src/services/sync/feed-cursor.ts';
 import { onEachBackend } from './support/each-backend.ts';
 import { setting } from './support/measure.ts';
@@ -62,7 +63,7 @@ async function measure(backend: string, database: Database) {
   const statements = new Map<Kind, { query: { sql: string; params: unknown[] }; run: (values: DiffValues) => Promise<Array<Record<string, unknown>>> }>();
   for (const kind of KINDS) {
     if (!kind.tables) continue;
-    const query = diffQuery(kind.tables);
+    const query = kind.name === 'mileage' ? tableDiffQuery('visit_mileage') : diffQuery(kind.tables);
     statements.set(kind.name, { query, run: prepareDiffStatement(where, oneSession, `bench_diff_${kind.name.replace(' ', '_')}`, query) });
   }
 

@@ -32,7 +32,7 @@ export function meterBatches<A extends unknown[]>(
 }
 
 /** A feed read, timed: database time and how many changes it found (counted without parsing them). */
-export function meterFeed<A extends unknown[], R extends { readonly count: number }>(
+export function meterFeed<A extends unknown[], R extends { readonly count: number } | null>(
   read: (...args: A) => Promise<R>,
   metrics: SyncMetrics | undefined,
 ): (...args: A) => Promise<R> {
@@ -40,7 +40,8 @@ export function meterFeed<A extends unknown[], R extends { readonly count: numbe
   return async (...args) => {
     const started = process.hrtime.bigint();
     const result = await read(...args);
-    metrics.feedRead(Number(process.hrtime.bigint() - started) / 1e9, result.count);
+    // A table's diff that gave way to the full diff is not counted; the full diff is.
+    if (result) metrics.feedRead(Number(process.hrtime.bigint() - started) / 1e9, result.count);
     return result;
   };
 }

@@ -18,7 +18,7 @@ import {
   type ServerMessage,
 } from '@fieldchart/schema/sync';
 import { safeError } from '../log-safety.ts';
-import { windowOf } from '../services/sync/feed.ts';
+import { windowOf, type PokeTable } from '../services/sync/feed.ts';
 import type { MutationDevice, MutationMessage } from '../services/sync/mutation-ledger.ts';
 import { closeFor, refusalOfSession, type Refusal } from './close-reasons.ts';
 import type { DraftPeer } from './drafts.ts';
@@ -100,6 +100,15 @@ export class SyncConnection implements DraftPeer, HeldConnection {
   }
   private feedRunning = false;
   private feedAgain = false;
+  /** What the next feed run owes: every table, or only these poked tables (each may be read alone). */
+  private feedOwed: Set<PokeTable> | 'all' = 'all';
+  /**
+   * Each poked table's snapshot as its last table diff read it (feed.ts `streamTable`): the
+   * cursor has not moved for those reads. Emptied by every full run, whose cursor covers them.
+   */
+  private readonly tableSince = new Map<PokeTable, string>();
+  /** acked_through as the last full run read it: a table diff's `synced` repeats it. */
+  private ackedThrough: number | null = null;
   /** Bytes of feed frames handed to the socket and not yet written. */
   private feedBytesQueued = 0;
   /** A mutation batch is being applied (its own pokes arrive meanwhile). */
@@ -349,8 +358,18 @@ export class SyncConnection implements DraftPeer, HeldConnection {
 
   // The change feed.
 
-  /** Poke, then pull: runs the feed now, or once more after the run in progress. */
-  requestFeed(): void {
+  /**
+   * Poke, then pull: runs the feed now, or once more after the run in progress. `table`: the
+   * poke named one table; with no other owed, the run reads it alone.
+   */
+  requestFeed(table: PokeTable | null = null): void {
+    if (this.state !== 'open') return;
+    if (table === null) this.feedOwed = 'all';
+    else if (this.feedOwed !== 'all') this.feedOwed.add(table);
+    this.startFeed();
+  }
+
+  private startFeed(): void {
     if (this.state !== 'open') return;
     if (this.deferFeed()) return;
     if (this.feedRunning) {
@@ -383,7 +402,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     if (this.feedTimer === null) {
       this.feedTimer = setTimeout(() => {
         this.feedTimer = null;
-        this.requestFeed();
+        this.startFeed();
       }, FEED_COALESCE_MS);
     }
     return true;
@@ -393,6 +412,14 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     this.feedOwedSince = 0;
     if (this.feedTimer !== null) clearTimeout(this.feedTimer);
     this.feedTimer = null;
+    // A transaction's pokes (one per table it wrote) arrive together and are handled in one
+    // turn: the run starts after them, so it owes them all.
+    await undefined;
+    const owed = this.feedOwed;
+    this.feedOwed = new Set();
+    if (owed !== 'all' && owed.size === 0) return;
+    const [table] = owed === 'all' || owed.size > 1 ? [] : owed;
+    if (table !== undefined && (await this.runTableFeed(table))) return;
     // Frames go out as the feed builds them; the last (with the checkpoint) is awaited until it
     // is handed to the OS, and with it every frame before it. A slow device's frames wait in
     // the socket's buffer meanwhile: as many bytes as one read held in memory before streaming.
@@ -410,12 +437,39 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     await this.sendFeedFrame(frames.last(result.cursor));
     if (this.state !== 'open') return;
     this.cursor = result.cursor;
+    this.tableSince.clear();
+    this.ackedThrough = result.ackedThrough;
     this.send({
       type: 'synced',
       cursor: result.cursor,
       server_time: this.host.now().toISOString(),
       ...(result.ackedThrough !== null ? { acked_through: result.ackedThrough } : {}),
     });
+  }
+
+  /**
+   * One poked table's changes alone, the cursor unchanged; false when only the full diff can
+   * answer (no cursor yet, or feed.ts `streamTable` declined), with nothing sent.
+   */
+  private async runTableFeed(table: PokeTable): Promise<boolean> {
+    const cursor = this.cursor;
+    // Protocol 2's `synced` says through which mutation the rows have come: a table's diff
+    // repeats what the last full run said, so it needs one.
+    if (cursor === null || (this.protocol >= 2 && this.ackedThrough === null)) return false;
+    const frames = new FeedFrames((frame) => void this.sendFeedFrame(frame));
+    const end = await this.host.hooks.feedTable(this.userId, table, cursor, this.tableSince.get(table) ?? null, this.host.now(), { timeZone: this.timeZone }, { change: (json) => frames.add(json) });
+    if (!end) return false;
+    if (this.state !== 'open') return true;
+    await this.sendFeedFrame(frames.last(cursor));
+    if (this.state !== 'open') return true;
+    this.tableSince.set(table, end.snapshot);
+    this.send({
+      type: 'synced',
+      cursor,
+      server_time: this.host.now().toISOString(),
+      ...(this.protocol >= 2 && this.ackedThrough !== null ? { acked_through: this.ackedThrough } : {}),
+    });
+    return true;
   }
 
   // Mutations.

@@ -5,7 +5,7 @@
  * extension hooks, each is named for the moment the hub calls it.
  */
 import type { ServerMessage } from '@fieldchart/schema/sync';
-import type { FeedEnd, FeedReadOptions, FeedSink } from '../services/sync/feed.ts';
+import type { FeedEnd, FeedReadOptions, FeedSink, PokeTable, TableFeedEnd } from '../services/sync/feed.ts';
 import type { BatchOutcome, MutationDevice, MutationMessage } from '../services/sync/mutation-ledger.ts';
 import type { Refusal } from './close-reasons.ts';
 import type { Drafts } from './drafts.ts';
@@ -42,6 +42,20 @@ export interface SyncHooks {
    * `clientId` (protocol 2), also that device's acked_through in the same snapshot.
    */
   feed(userId: string, cursor: string | null, now: Date, options: FeedReadOptions, sink: FeedSink): Promise<FeedEnd>;
+  /**
+   * A poke of one table: that table's changes since `since` (its last table diff's snapshot, or
+   * null for the cursor's), the cursor unchanged; null, with nothing sent, when only `feed` can
+   * answer (feed.ts `streamTable`).
+   */
+  feedTable(
+    userId: string,
+    table: PokeTable,
+    cursor: string,
+    since: string | null,
+    now: Date,
+    options: Pick<FeedReadOptions, 'timeZone'>,
+    sink: Pick<FeedSink, 'change'>,
+  ): Promise<TableFeedEnd | null>;
   /** A batch of one device's mutations, exactly once and in order (shared with `POST /sync/mutations`). */
   applyMutations(device: MutationDevice, batch: readonly MutationMessage[]): Promise<BatchOutcome>;
   /** Draft documents: `doc_open` / `doc` / `doc_close` of open sockets and other nodes' notices. */
@@ -96,7 +110,8 @@ export interface HeldConnection {
   readonly id: string;
   readonly userId: string;
   readonly clientId: string;
-  requestFeed(): void;
+  /** A poke: of one table (its changes may be read alone), or null for every table. */
+  requestFeed(table?: PokeTable | null): void;
   recheck(): Promise<void>;
   close(reason: 'superseded' | 'going_away', text: string): void;
   /** Pings the device; drops it if it did not answer the previous ping. */

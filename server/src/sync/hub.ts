@@ -10,6 +10,7 @@ import type { WebSocket } from 'ws';
 import type { Clock } from '../clock.ts';
 import { safeError } from '../log-safety.ts';
 import type { SyncMetrics } from '../metrics/sync-metrics.ts';
+import { pokeTableOf } from '../services/sync/feed.ts';
 import { SyncConnection } from './connection.ts';
 import { ONE_SESSION_UPLOAD, type ConnectionHost, type HeldConnection, type SyncHooks, type SyncLog, type UploadWindow } from './hooks.ts';
 import { CHANNELS, type Notifications } from './notifications.ts';
@@ -107,7 +108,16 @@ export function createSyncHub(deps: {
     async start() {
       const { notifications } = deps;
       unlisteners.push(
-        await notifications.listen(CHANNELS.data, (userId) => forUser(userId, (c) => c.requestFeed()), everyone),
+        await notifications.listen(
+          CHANNELS.data,
+          (payload) => {
+            // `<owner id>:<table>` (migration 0026), or the owner alone: every table.
+            const [userId = '', table] = payload.split(':');
+            const poked = table === undefined ? null : pokeTableOf(table);
+            forUser(userId, (c) => c.requestFeed(poked));
+          },
+          everyone,
+        ),
         await notifications.listen(CHANNELS.session, (userId) => forUser(userId, (c) => c.recheck()), everyone),
         await notifications.listen(CHANNELS.client, (payload) => {
           const [userId = '', clientId = '', connectionId = ''] = payload.split(':');

@@ -44,6 +44,7 @@ export function syncHooksOf(deps: {
     deps.metrics,
   );
   const readFeed = meterFeed(feed.stream.bind(feed), deps.metrics);
+  const readFeedTable = meterFeed(feed.streamTable.bind(feed), deps.metrics);
 
   return {
     drafts,
@@ -84,6 +85,7 @@ export function syncHooksOf(deps: {
     },
 
     feed: (userId, cursor, now, options, sink) => readFeed(userId, cursor, now, options, sink),
+    feedTable: (userId, table, cursor, since, now, options, sink) => readFeedTable(userId, table, cursor, since, now, options, sink),
 
     applyMutations: applyBatch,
 

@@ -5,7 +5,9 @@
  * (migration 0024, `placed_txid`). The property drives random writes — visits in and out of the
  * window, events, mileage, visits written in place, moved, deleted, restored — between diffs,
  * and requires after each diff that what a device applying every diff shows (its visits, and
- * the children of those visits) is exactly a full read's rows at the same versions.
+ * the children of those visits) is exactly a full read's rows at the same versions. Between
+ * them, a poke's diff of one table (feed.ts `streamTable`, the cursor unmoved): after one, the
+ * table's children of every visit both the device and a full read show are the full read's.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -28,7 +30,8 @@ type Op =
   | { kind: 'move'; pick: number; day: number }
   | { kind: 'delete'; pick: number }
   | { kind: 'restore'; pick: number }
-  | { kind: 'feed' };
+  | { kind: 'feed' }
+  | { kind: 'feed-table'; table: 'timer_events' | 'visit_mileage' };
 
 /** Days from today: inside the window, at its edges, and outside it on both sides. */
 const day = fc.oneof(
@@ -45,6 +48,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: pick.map<Op>((p) => ({ kind: 'delete', pick: p })) },
   { weight: 1, arbitrary: pick.map<Op>((p) => ({ kind: 'restore', pick: p })) },
   { weight: 3, arbitrary: fc.constant<Op>({ kind: 'feed' }) },
+  { weight: 3, arbitrary: fc.constantFrom<Op>({ kind: 'feed-table', table: 'timer_events' }, { kind: 'feed-table', table: 'visit_mileage' }) },
 );
 
 const CHILDREN = new Set(['timer_events', 'visit_mileage']);
@@ -114,7 +118,7 @@ forEachBackend('feed: a visit’s children', (backend) => {
     assert.equal(event?.op === 'upsert' ? event.row.event_time : null, arrived);
   });
 
-  test('property: a device applying every diff shows exactly a full read (its visits, and their events and mileage)', async () => {
+  test('property: a device applying every diff shows exactly a full read (its visits, and their events and mileage), table diffs between', async () => {
     const db = server.runtime.services.unitOfWork.db;
     const feed = feedOf(server.runtime.services);
     const now = new Date();
@@ -128,6 +132,8 @@ forEachBackend('feed: a visit’s children', (backend) => {
         const visitOf = new Map<string, string>();
         const device = new Map<string, Change>();
         let cursor: string | null = null;
+        let zone: string | undefined;
+        const tableSince = new Map<string, string>();
         const key = (c: Pick<Change, 'table' | 'id'>) => `${c.table}/${c.id}`;
         /** What a device shows: its visits, and the children of those. */
         const shown = (rows: Iterable<Change>): Map<string, number> => {
@@ -136,6 +142,21 @@ forEachBackend('feed: a visit’s children', (backend) => {
           return new Map(all.filter((c) => c.table === 'visits' || (CHILDREN.has(c.table) && visitIds.has(visitOf.get(key(c)) ?? ''))).map((c) => [key(c), c.version]));
         };
         const target = (p: number) => ids[p % Math.max(ids.length, 1)];
+        const apply = (changes: readonly Change[]) => {
+          for (const c of changes) {
+            if (c.op === 'delete') device.delete(key(c));
+            else device.set(key(c), c);
+          }
+        };
+        const fullDiff = async () => {
+          const read = await feed.read(user.uuid, cursor, now, zone ? { timeZone: zone } : {});
+          apply(read.changes);
+          cursor = read.cursor;
+          zone = read.timeZone;
+          tableSince.clear();
+          const full = await feed.read(user.uuid, null, now);
+          assert.deepEqual(shown(device.values()), shown(full.changes));
+        };
         for (const o of [...ops, { kind: 'feed' } as const]) {
           const v = target('pick' in o ? o.pick : 0);
           switch (o.kind) {
@@ -172,16 +193,29 @@ forEachBackend('feed: a visit’s children', (backend) => {
             case 'restore':
               if (v) await db.execute(sql`update visits set deleted_at = null where id = ${v}::uuid`);
               break;
-            case 'feed': {
-              const read = await feed.read(user.uuid, cursor, now);
-              for (const c of read.changes) {
-                if (c.op === 'delete') device.delete(key(c));
-                else device.set(key(c), c);
+            case 'feed-table': {
+              if (cursor === null) break;
+              const changes: Change[] = [];
+              const end = await feed.streamTable(user.uuid, o.table, cursor, tableSince.get(o.table) ?? null, now, { ...(zone ? { timeZone: zone } : {}) }, {
+                change: (json) => changes.push(JSON.parse(json) as Change),
+              });
+              // Declined (the zone the device was last read with is not yet known, say): the socket runs the full diff.
+              if (!end) {
+                await fullDiff();
+                break;
               }
-              cursor = read.cursor;
+              tableSince.set(o.table, end.snapshot);
+              apply(changes);
               const full = await feed.read(user.uuid, null, now);
-              assert.deepEqual(shown(device.values()), shown(full.changes));
+              const both = new Set([...shown(device.values()).keys()].filter((k) => k.startsWith('visits/') && shown(full.changes).has(k)).map((k) => k.slice('visits/'.length)));
+              const ofTable = (rows: Iterable<Change>) =>
+                new Map([...rows].filter((c) => c.op === 'upsert' && c.table === o.table && both.has(visitOf.get(key(c)) ?? '')).map((c) => [key(c), c.version]));
+              assert.deepEqual(ofTable(device.values()), ofTable(full.changes), `${o.table} after its table diff`);
+              break;
             }
+            case 'feed':
+              await fullDiff();
+
           }
         }
       }),

@@ -179,8 +179,10 @@ function scopeFields(p: Param) {
 /**
  * Each table's rows in scope: those new to a device at a cursor (`diff`) or the whole scope
  * (`full`). Visits and timer events as the change lines PostgreSQL writes, the rest as rows.
+ * `alone`: a table's diff read without the visits (`streamTable`): a child's rows written since
+ * the cursor only, not those of visits placed anew, which come with their visit in a full diff.
  */
-function tableQueries(mode: 'diff' | 'full', p: Param) {
+function tableQueries(mode: 'diff' | 'full', p: Param, alone = false) {
   const diff = mode === 'diff';
   const user = p('user');
   /** A transaction the device's cursor had not seen. */
@@ -229,6 +231,7 @@ function tableQueries(mode: 'diff' | 'full', p: Param) {
     // (captured on PGlite) walked the owner's window for every child row, 0.5 ms each; the
     // drain as a whole did not measure faster for this change, back to back.
     const visitInWindow = sql`coalesce((select ${visits.ownerId} = ${user} and ${inWindow} from ${visits} where ${visits.id} = ${child.visitId}), false)`;
+    if (alone) return select(false, and(eq(child.ownerId, user), changed(child), visitInWindow));
     return sql`${select(false, and(eq(child.ownerId, user), changed(child), visitInWindow))} union all ${select(
       false,
       and(eq(child.ownerId, user), sql`${child.visitId} = any(${newVisits})`, sql`not ${changed(child)}`),
@@ -332,9 +335,23 @@ const ROW_TABLES: readonly RowTable[] = ['patients', 'patient_referrals', 'soap_
 export type FeedTable = RowTable | LineTable;
 export const FEED_TABLES: readonly FeedTable[] = [...ROW_TABLES, 'visits', 'timer_events'];
 
+/**
+ * Tables whose pokes name them (migration 0026) and whose diff may run alone (`streamTable`): a
+ * visit's children and the clinician's own rows. Not visits: a visit placed anew brings its
+ * children, so a poke of visits runs the full diff.
+ */
+export const POKE_TABLES = ['patients', 'patient_referrals', 'soap_notes', 'visit_mileage', 'notifications', 'ai_status', 'timer_events'] as const satisfies readonly FeedTable[];
+export type PokeTable = (typeof POKE_TABLES)[number];
+
+/** The feed table a poke names (its trigger's table), or null when the poke needs the full diff. */
+export function pokeTableOf(tableName: string): PokeTable | null {
+  const table = tableName === 'ai_transcriptions' ? 'ai_status' : tableName;
+  return (POKE_TABLES as readonly string[]).includes(table) ? (table as PokeTable) : null;
+}
+
 /** The diff: the scope and every table's new rows in one statement (one JSON array, or one text of lines, per table). */
-function diffFields() {
-  const tables = tableQueries('diff', placeholder);
+function diffFields(alone = false) {
+  const tables = tableQueries('diff', placeholder, alone);
   const rows = Object.fromEntries(ROW_TABLES.map((t) => [t, sql<string>`${agg(tables[t])}::text`])) as Record<RowTable, SQL<string>>;
   const lines = (query: SQLWrapper) => sql<string | null>`(select string_agg(t.line, E'\n') from (${query}) t)`;
   return { ...scopeFields(placeholder), ...rows, visits: lines(tables.visits), timer_events: lines(tables.timer_events) };
@@ -349,6 +366,16 @@ function diffFields() {
 export function diffQuery(tables: readonly FeedTable[] = FEED_TABLES): { sql: string; params: unknown[] } {
   const fields = diffFields();
   const kept = Object.fromEntries(Object.entries(fields).filter(([key]) => !(FEED_TABLES as readonly string[]).includes(key) || (tables as readonly string[]).includes(key)));
+  return foldPlaceholders(dialect.sqlToQuery(qb.select(named(kept)).from(ONE).getSQL()));
+}
+
+/**
+ * One table's diff (`streamTable`): the scope without the device's acked id (a table's diff
+ * does not answer for the device's mutations) and that table's rows, read alone.
+ */
+export function tableDiffQuery(table: PokeTable): { sql: string; params: unknown[] } {
+  const fields = diffFields(true);
+  const kept = Object.fromEntries(Object.entries(fields).filter(([key]) => key !== 'acked' && (!(FEED_TABLES as readonly string[]).includes(key) || key === table)));
   return foldPlaceholders(dialect.sqlToQuery(qb.select(named(kept)).from(ONE).getSQL()));
 }
 
@@ -371,6 +398,8 @@ function named<F extends Record<string, SQL>>(fields: F) {
 type Statement<F extends Record<string, SQL>> = { [K in keyof F]: F[K]['_']['type'] };
 type ScopeRow = Statement<ReturnType<typeof scopeFields>>;
 type DiffRow = Statement<ReturnType<typeof diffFields>>;
+/** A table's diff: the scope but the acked id, and the one table's field. */
+type TableDiffRow = Omit<DiffRow, 'acked' | FeedTable> & Partial<Pick<DiffRow, FeedTable>>;
 
 /** No table: a statement that is a row of scalar subqueries. */
 const ONE = sql`(select 1) as one`;
@@ -387,6 +416,23 @@ function preparedDiff(db: Db, oneSession: boolean, onDiff: FeedDeps['onDiff']) {
   return async (values: Params): Promise<DiffRow> => {
     onDiff?.({ sql: query.sql, params: fillPlaceholders(query.params, values) });
     const [row] = await execute(values);
+    if (!row) throw new Error('the feed statement answered no row');
+    return row;
+  };
+}
+
+/** Each poke table's diff (`tableDiffQuery`), prepared as the full diff is, on its table's first poke. */
+function preparedTableDiffs(db: Db, oneSession: boolean, onDiff: FeedDeps['onDiff']) {
+  const statements = new Map<PokeTable, { query: { sql: string; params: unknown[] }; execute: (values: DiffValues) => Promise<TableDiffRow[]> }>();
+  return async (table: PokeTable, values: Params): Promise<TableDiffRow> => {
+    let statement = statements.get(table);
+    if (!statement) {
+      const query = tableDiffQuery(table);
+      statement = { query, execute: prepareDiffStatement<TableDiffRow>(db, oneSession, `fieldchart_feed_diff_${table}`, query) };
+      statements.set(table, statement);
+    }
+    onDiff?.({ sql: statement.query.sql, params: fillPlaceholders(statement.query.params, values) });
+    const [row] = await statement.execute(values);
     if (!row) throw new Error('the feed statement answered no row');
     return row;
   };
@@ -481,10 +527,18 @@ export interface FeedSink {
 /** What a read ends with, once its changes have gone to the sink. */
 export type FeedEnd = Omit<FeedResult, 'serialized' | 'changes'> & { readonly count: number };
 
+/** What a table's diff ends with: the device's cursor is unchanged, the table read up to `snapshot`. */
+export interface TableFeedEnd {
+  readonly count: number;
+  /** The snapshot that read the table: the table's next diff starts from it. */
+  readonly snapshot: string;
+}
+
 export function createFeed(deps: FeedDeps) {
   const { db, phi } = deps;
   const build = changeBuilders(phi);
   const runDiff = preparedDiff(deps.planned ?? db, deps.oneSession ?? false, deps.onDiff);
+  const runTableDiff = preparedTableDiffs(deps.planned ?? db, deps.oneSession ?? false, deps.onDiff);
 
   /**
    * The whole scope in one REPEATABLE READ snapshot: the scope first (its time zone sets the
@@ -508,13 +562,13 @@ export function createFeed(deps: FeedDeps) {
         const bound = (window: Window) => boundTo({ user: userId, client: clientId ?? NO_CLIENT, from: window.from, to: window.to });
         const [row] = (await tx.select(named(scopeFields(bound({ from: '', to: '' })))).from(ONE)) as ScopeRow[];
         if (!row) throw new Error('the feed statement answered no row');
-        const scope = scopeOf(row);
+        const { scope, hashes } = scopeAndHashes(userId, row);
         const timeZone = row.time_zone ?? DEFAULT_TIME_ZONE;
         const window = windowOf(now, timeZone);
         sink.change(JSON.stringify(configChange(userId, scope)));
         count++;
         await eachRow<FullRow>(tx, fullRows(bound(window)), later ? (r) => later.push(r) : handle);
-        return { reset, timeZone, ackedThrough: clientId === undefined ? null : Number(row.acked), cursor: cursorOf(row.snapshot, window, hashesOf(userId, scope)) };
+        return { reset, timeZone, ackedThrough: clientId === undefined ? null : Number(row.acked), cursor: cursorOf(row.snapshot, window, hashes) };
       },
       { isolationLevel: 'repeatable read', accessMode: 'read only' },
     );
@@ -539,8 +593,7 @@ export function createFeed(deps: FeedDeps) {
       // Rare: the diff turns out to need a reset (the seat changed, or the cursor is from a
       // snapshot this database has not reached), or the time zone changed (the window was
       // another): read again, as it should have been read; at most twice more for the zone.
-      let scope = scopeOf(row);
-      let hashes = hashesOf(userId, scope);
+      let { scope, hashes } = scopeAndHashes(userId, row);
       for (let attempt = 0; ; attempt++) {
         if (!snapshotPrecedes(since.snapshot, row.snapshot)) return full(userId, options.clientId, now, 'cursor_unknown', sink);
         if (since.scope !== hashes.scope) return full(userId, options.clientId, now, 'scope_changed', sink);
@@ -549,8 +602,7 @@ export function createFeed(deps: FeedDeps) {
         timeZone = foundZone;
         window = windowOf(now, timeZone);
         row = await diff();
-        scope = scopeOf(row);
-        hashes = hashesOf(userId, scope);
+        ({ scope, hashes } = scopeAndHashes(userId, row));
       }
 
       const ordered: Built[] = [];
@@ -567,6 +619,35 @@ export function createFeed(deps: FeedDeps) {
         ackedThrough: options.clientId === undefined ? null : Number(row.acked),
         cursor: cursorOf(row.snapshot, window, hashes),
       };
+    },
+
+    /**
+     * A poke's table alone: its rows new since `since` (the snapshot of this table's last diff
+     * since the cursor, or null for the cursor's own), without the other tables' statement parts
+     * (a poke of one table costs about a primary-key read more than the scope: bench/README.md,
+     * feed-diff-tables). The device's cursor does not move — the other tables were not read — so
+     * a full diff later sends these rows again, as they are then, and a device takes them as it
+     * takes any upsert. Null, with nothing sent, when the table cannot be read alone from this
+     * cursor: the cursor is not this server's or from a snapshot not reached, the seat,
+     * configuration or time zone changed, or the window moved; the caller then runs `stream`.
+     */
+    async streamTable(userId: string, table: PokeTable, cursorText: string, since: string | null, now: Date, options: Pick<FeedReadOptions, 'timeZone'>, sink: Pick<FeedSink, 'change'>): Promise<TableFeedEnd | null> {
+      const cursor = decodeCursor(cursorText);
+      if (!cursor) return null;
+      const timeZone = options.timeZone ?? DEFAULT_TIME_ZONE;
+      const window = windowOf(now, timeZone);
+      if (window.from !== cursor.windowFrom || window.to !== cursor.windowTo) return null;
+      const from = since ?? cursor.snapshot;
+      const row = await runTableDiff(table, { user: userId, client: NO_CLIENT, from: window.from, to: window.to, since: from, sinceFrom: window.from, sinceTo: window.to });
+      if (!snapshotPrecedes(from, row.snapshot) || (row.time_zone ?? DEFAULT_TIME_ZONE) !== timeZone) return null;
+      const { hashes } = scopeAndHashes(userId, row);
+      if (hashes.scope !== cursor.scope || hashes.config !== cursor.config) return null;
+      const ordered: Built[] = [];
+      if (table === 'timer_events') for (const line of row.timer_events ? row.timer_events.split('\n') : []) ordered.push(build.lines.timer_events(line));
+      else for (const json of parseJson(row[table]) as Array<Record<string, unknown>>) ordered.push(build.rows[table](json));
+      ordered.sort((a, b) => a.version - b.version);
+      for (const c of ordered) sink.change(c.json);
+      return { count: ordered.length, snapshot: row.snapshot };
     },
 
     /** `stream`, its changes gathered into the result. */
@@ -597,6 +678,26 @@ function configChange(userId: string, scope: Omit<FeedScope, 'timeZone'>): Chang
 
 /** The cursor's scope hash (the user and their seat) and configuration hash. */
 type ScopeHashes = { readonly scope: string; readonly config: string };
+
+/**
+ * The scope and its hashes as a statement's scope columns give them, kept for the next read of
+ * the same columns: nearly every poke finds them unchanged, and working them out (the
+ * organization's row decoded, the configuration resolved, two hashes) cost ~30 µs a poke.
+ */
+const scopes = new Map<string, { readonly scope: Omit<FeedScope, 'timeZone'>; readonly hashes: ScopeHashes }>();
+
+function scopeAndHashes(userId: string, row: Pick<ScopeRow, 'organization' | 'feature_overrides'>) {
+  const key = `${userId}\n${row.organization}\n${row.feature_overrides ?? ''}`;
+  let known = scopes.get(key);
+  if (!known) {
+    const scope = scopeOf(row);
+    known = { scope, hashes: hashesOf(userId, scope) };
+    // Keys of earlier configurations are never asked again: start over rather than grow.
+    if (scopes.size >= 1000) scopes.clear();
+    scopes.set(key, known);
+  }
+  return known;
+}
 function hashesOf(userId: string, scope: Omit<FeedScope, 'timeZone'>): ScopeHashes {
   return { scope: shortHash({ userId, organizationId: scope.organizationId }), config: shortHash(scope.config) };
 }
@@ -624,7 +725,7 @@ function visitChange(phi: PhiCrypto, line: string): Built {
  * The scope part of a read: the seat's organization and the effective configuration, by the
  * same pure resolution GET /my-organization/config uses.
  */
-function scopeOf(row: ScopeRow): Omit<FeedScope, 'timeZone'> {
+function scopeOf(row: Pick<ScopeRow, 'organization' | 'feature_overrides'>): Omit<FeedScope, 'timeZone'> {
   const [json] = parseJson(row.organization) as Array<Record<string, unknown>>;
   const org = json ? rowFromJson(organizations, json) : null;
   const overrides = (parseJson(row.feature_overrides) ?? {}) as Parameters<typeof effectiveConfig>[0]['personalOverrides'];

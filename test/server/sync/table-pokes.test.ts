@@ -1,0 +1,161 @@
+/**
+ * A poke names its table (migration 0026), and a socket poked for one table reads that table's
+ * changes alone (feed.ts `streamTable`): over a real socket, a mileage write reaches the device
+ * without moving its cursor, and `synced` repeats the last full run's acked_through; the device's
+ * own mutation, a write of several tables and a reconnect from the unmoved cursor run the full
+ * diff, which sends the table's rows again as they now are. A table diff declines where only the
+ * full diff can answer, and leaves the children of a visit placed anew to it.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import type { ServerMessage } from '@fieldchart/schema/sync';
+import { addDays } from '@fieldchart/schema/rules';
+import { feedOf } from '../../../server/src/sync/service-hooks.ts';
+import { forEachBackend } from '../../helpers/backends.ts';
+import { helloSync, nextFeed, type SyncSocket } from '../../helpers/sync-socket.ts';
+import { startTestServer, type TestServer } from '../../helpers/test-server.ts';
+import { createPatient, scheduleVisit, timerEvent, utcClinician, type User } from '../visits/visit-fixtures.ts';
+
+const today = () => new Date().toISOString().slice(0, 10);
+type Change = Extract<ServerMessage, { type: 'changes' }>['changes'][number];
+const tables = (changes: readonly Change[]) => [...new Set(changes.map((c) => c.table))].sort();
+
+forEachBackend('sync: table pokes', (backend) => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer(backend);
+  });
+  after(() => server.close());
+
+  async function device(user: User, cursor: string | null = null) {
+    // Protocol 3: one frame per answer, acked_through in every `synced`.
+    const { socket } = await helloSync(server, user.token, randomUUID(), cursor, 3);
+    return { socket, first: await nextFeed(socket) };
+  }
+  const putMileage = async (user: User, visit: string, miles: number, recordedAt: string) => {
+    const res = await server.api('PUT', `/visit/${visit}/mileage`, { token: user.token, body: { total_miles: miles, recorded_at: recordedAt } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  };
+  /** The `synced` frames that arrive within `ms`: a quiet socket's count after a write. */
+  const syncedWithin = async (socket: SyncSocket, ms: number) => {
+    const before = socket.received.length;
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    return socket.received.slice(before).filter((m) => m.type === 'synced').length;
+  };
+
+  test('a mileage write reaches the device alone; the cursor stays; acked_through is the last full run’s', async () => {
+    const user = await utcClinician(server);
+    const patient = await createPatient(server, user);
+    const visit = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: today(), start_time: '09:00' });
+    const { socket, first } = await device(user);
+    const cursor = first.synced.cursor;
+    assert.equal(first.synced.acked_through, 0);
+
+    const recordedAt = new Date(Date.now() - 60_000).toISOString();
+    await putMileage(user, visit, 7.5, recordedAt);
+    const poked = await nextFeed(socket);
+    assert.deepEqual(tables(poked.changes), ['visit_mileage']);
+    const mileage = poked.changes[0];
+    assert.ok(mileage?.op === 'upsert');
+    assert.equal(mileage.row.total_miles, 7.5);
+    assert.equal(poked.checkpoint, cursor, 'a table diff does not move the cursor');
+    assert.equal(poked.synced.cursor, cursor);
+    assert.equal(poked.synced.acked_through, 0);
+
+    // Another write of the table: only what is new since the table's last diff.
+    await putMileage(user, visit, 8.5, new Date(Date.now() - 30_000).toISOString());
+    const again = await nextFeed(socket);
+    assert.deepEqual(again.changes.map((c) => c.op === 'upsert' && c.table === 'visit_mileage' && c.row.total_miles), [8.5]);
+    assert.equal(again.synced.cursor, cursor);
+
+    // The device's own mutation: a full run, a new cursor, acked_through covering it.
+    socket.send({ type: 'mutation', mutation_id: 1, name: 'patient.update', args: { uuid: patient.uuid, first_name: 'Ines' }, client_time: new Date().toISOString() });
+    await socket.next('ack', (m) => m.mutation_id === 1);
+    const full = await socket.next('synced', (m) => (m.acked_through ?? 0) >= 1);
+    assert.notEqual(full.cursor, cursor, 'the full run moves the cursor');
+    socket.close();
+
+    // A reconnect from the cursor the table diffs left: the full diff sends the mileage again, as it now is.
+    const back = await device(user, cursor);
+    const row = back.first.changes.find((c) => c.table === 'visit_mileage');
+    assert.ok(row?.op === 'upsert');
+    assert.equal(row.row.total_miles, 8.5);
+    assert.ok(!back.socket.received.some((m) => m.type === 'reset'));
+    back.socket.close();
+  });
+
+  test('a write of several tables is one full run; a table write after it, one table run', async () => {
+    const user = await utcClinician(server);
+    const patient = await createPatient(server, user);
+    const visit = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: today(), start_time: '09:00' });
+    const { socket, first } = await device(user);
+
+    // A timer event writes its event and its visit in one transaction: two pokes, one run.
+    const res = await server.api('POST', '/visit-timer-events', { token: user.token, body: { schedule_uuid: visit, events: [timerEvent('start_travel', new Date().toISOString())] } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const both = await nextFeed(socket);
+    assert.deepEqual(tables(both.changes), ['timer_events', 'visits']);
+    assert.notEqual(both.synced.cursor, first.synced.cursor, 'a poke of visits runs the full diff');
+    assert.equal(await syncedWithin(socket, 300), 0, 'the transaction’s second poke ran no second diff');
+
+    // A patient soft-deleted: the patients table alone, as a tombstone.
+    await server.runtime.database.db.execute(sql`update patients set deleted_at = now() where id = ${patient.uuid}`);
+    const tomb = await nextFeed(socket);
+    assert.deepEqual(
+      tomb.changes.map((c) => [c.table, c.op, c.id]),
+      [['patients', 'delete', patient.uuid]],
+    );
+    assert.equal(tomb.synced.cursor, both.synced.cursor);
+    socket.close();
+  });
+
+  test('feed: a table diff declines, sending nothing, where only the full diff can answer', async () => {
+    const feed = feedOf(server.runtime.services);
+    const db = server.runtime.database.db;
+    const user = await utcClinician(server);
+    const patient = await createPatient(server, user);
+    const visit = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: today(), start_time: '09:00' });
+    const now = new Date();
+    const { cursor } = await feed.read(user.uuid, null, now);
+    await putMileage(user, visit, 2, new Date(now.getTime() - 1000).toISOString());
+    const sent: string[] = [];
+    const sink = { change: (json: string) => sent.push(json) };
+    const alone = (c: string, options: { timeZone?: string; now?: Date } = {}) => feed.streamTable(user.uuid, 'visit_mileage', c, null, options.now ?? now, { timeZone: options.timeZone ?? 'UTC' }, sink);
+
+    const read = await alone(cursor);
+    assert.ok(read);
+    assert.equal(read.count, 1);
+    assert.equal(sent.length, 1);
+    const since = await feed.streamTable(user.uuid, 'visit_mileage', cursor, read.snapshot, now, { timeZone: 'UTC' }, sink);
+    assert.equal(since?.count, 0, 'nothing new since the table’s last diff');
+    sent.length = 0;
+
+    assert.equal(await alone('v1.not-a-cursor'), null, 'a cursor this server did not write');
+    assert.equal(await alone(cursor, { now: new Date(now.getTime() + 2 * 86_400_000) }), null, 'the window moved');
+    assert.equal(await alone(cursor, { timeZone: 'Asia/Tokyo' }), null, 'the clinician’s time zone is another');
+    await db.execute(sql`update users set feature_overrides = '{"copy_last_visit": true}'::jsonb where id = ${user.uuid}`);
+    assert.equal(await alone(cursor), null, 'the configuration changed');
+    assert.deepEqual(sent, [], 'a declined table diff sends nothing');
+    const full = await feed.read(user.uuid, cursor, now);
+    assert.deepEqual(tables(full.changes), ['organization_config', 'visit_mileage']);
+  });
+
+  test('feed: a table diff leaves the children of a visit placed anew to the full diff, which sends them with it', async () => {
+    const feed = feedOf(server.runtime.services);
+    const db = server.runtime.database.db;
+    const user = await utcClinician(server);
+    const now = new Date();
+    const id = randomUUID();
+    await db.execute(sql`insert into visits (id, owner_id, visit_date, start_time) values (${id}::uuid, ${user.uuid}::uuid, ${addDays(today(), 40)}::date, '09:00')`);
+    await db.execute(sql`insert into visit_mileage (visit_id, owner_id, total_miles, recorded_at) values (${id}::uuid, ${user.uuid}::uuid, 3, now())`);
+    const { cursor } = await feed.read(user.uuid, null, now);
+    await db.execute(sql`update visits set visit_date = ${today()}::date where id = ${id}::uuid`);
+    const sent: string[] = [];
+    const read = await feed.streamTable(user.uuid, 'visit_mileage', cursor, null, now, { timeZone: 'UTC' }, { change: (json) => sent.push(json) });
+    assert.equal(read?.count, 0, 'the mileage did not change: it comes with its visit');
+    const full = await feed.read(user.uuid, cursor, now);
+    assert.deepEqual(tables(full.changes), ['visit_mileage', 'visits']);
+  });
+});
