@@ -457,7 +457,8 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     // repeats what the last full run said, so it needs one.
     if (cursor === null || (this.protocol >= 2 && this.ackedThrough === null)) return false;
     const frames = new FeedFrames((frame) => void this.sendFeedFrame(frame));
-    const end = await this.host.hooks.feedTable(this.userId, table, cursor, this.tableSince.get(table) ?? null, this.host.now(), { timeZone: this.timeZone }, { change: (json) => frames.add(json) });
+    const options = { timeZone: this.timeZone, ...(this.protocol >= 2 && this.ackedThrough !== null ? { clientId: this.clientId, ackedThrough: this.ackedThrough } : {}) };
+    const end = await this.host.hooks.feedTable(this.userId, table, cursor, this.tableSince.get(table) ?? null, this.host.now(), options, { change: (json) => frames.add(json) });
     if (!end) return false;
     if (this.state !== 'open') return true;
     await this.sendFeedFrame(frames.last(cursor));

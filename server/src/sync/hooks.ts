@@ -5,7 +5,7 @@
  * extension hooks, each is named for the moment the hub calls it.
  */
 import type { ServerMessage } from '@fieldchart/schema/sync';
-import type { FeedEnd, FeedReadOptions, FeedSink, PokeTable, TableFeedEnd } from '../services/sync/feed.ts';
+import type { FeedEnd, FeedReadOptions, FeedSink, PokeTable, TableFeedEnd, TableReadOptions } from '../services/sync/feed.ts';
 import type { BatchOutcome, MutationDevice, MutationMessage } from '../services/sync/mutation-ledger.ts';
 import type { Refusal } from './close-reasons.ts';
 import type { Drafts } from './drafts.ts';
@@ -53,7 +53,7 @@ export interface SyncHooks {
     cursor: string,
     since: string | null,
     now: Date,
-    options: Pick<FeedReadOptions, 'timeZone'>,
+    options: TableReadOptions,
     sink: Pick<FeedSink, 'change'>,
   ): Promise<TableFeedEnd | null>;
   /** A batch of one device's mutations, exactly once and in order (shared with `POST /sync/mutations`). */

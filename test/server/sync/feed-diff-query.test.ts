@@ -1,8 +1,8 @@
 /**
  * The diff's statement built for some tables (feed.ts `diffQuery`, which bench/feed-diff-tables.ts
  * times): the scope always, the named tables' fields and no other's, each placeholder one parameter.
- * A poke's table diff (`tableDiffQuery`): the scope but the device's acked id, the one table, and
- * of a visit's child only the rows written since the cursor.
+ * A poke's table diff (`tableDiffQuery`): the scope, the one table, and of a visit's child only
+ * the rows written since the cursor.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -26,11 +26,10 @@ test('every table by default, and a subset keeps the scope and those tables only
   assert.doesNotMatch(scope.sql, /visit_mileage/);
 });
 
-test('a poke table’s diff: the scope but the acked id, its own field, and no visit placed anew', () => {
+test('a poke table’s diff: the scope, its own field, and no visit placed anew', () => {
   for (const table of POKE_TABLES) {
     const { sql } = tableDiffQuery(table);
-    assert.deepEqual(fieldsOf(sql).sort(), [table, ...SCOPE.filter((f) => f !== 'acked')].sort(), table);
-    assert.doesNotMatch(sql, /sync_clients/, `${table}: the device's acked id is not read`);
+    assert.deepEqual(fieldsOf(sql).sort(), [table, ...SCOPE].sort(), table);
     // The children of visits placed anew (`placed_txid`) come with their visit in the full diff.
     assert.doesNotMatch(sql, /placed_txid/, table);
   }

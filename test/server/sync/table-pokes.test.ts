@@ -111,6 +111,26 @@ forEachBackend('sync: table pokes', (backend) => {
     socket.close();
   });
 
+  test('the device’s mutation applied over HTTP while its socket is open: the full run, whose acked_through covers it', async () => {
+    const user = await utcClinician(server);
+    const patient = await createPatient(server, user);
+    const visit = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: today(), start_time: '09:00' });
+    const clientId = randomUUID();
+    const { socket } = await helloSync(server, user.token, clientId, null, 3);
+    const first = await nextFeed(socket);
+    // One table written (mileage), by the device's own mutation over HTTP (a request still in
+    // flight when its socket came up): a table diff would repeat acked_through 0, and the
+    // device would wait for a full run a quiet server never makes.
+    const mutation = { type: 'mutation', mutation_id: 1, name: 'visit.mileage', args: { uuid: visit, mileage: { total_miles: 4, recorded_at: new Date().toISOString() } }, client_time: new Date().toISOString() };
+    const res = await server.api('POST', '/sync/mutations', { token: user.token, body: { client_id: clientId, protocol: 3, mutations: [mutation] } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const run = await nextFeed(socket);
+    assert.deepEqual(tables(run.changes), ['visit_mileage']);
+    assert.equal(run.synced.acked_through, 1);
+    assert.notEqual(run.synced.cursor, first.synced.cursor, 'the full diff ran');
+    socket.close();
+  });
+
   test('feed: a table diff declines, sending nothing, where only the full diff can answer', async () => {
     const feed = feedOf(server.runtime.services);
     const db = server.runtime.database.db;
@@ -135,6 +155,11 @@ forEachBackend('sync: table pokes', (backend) => {
     assert.equal(await alone('v1.not-a-cursor'), null, 'a cursor this server did not write');
     assert.equal(await alone(cursor, { now: new Date(now.getTime() + 2 * 86_400_000) }), null, 'the window moved');
     assert.equal(await alone(cursor, { timeZone: 'Asia/Tokyo' }), null, 'the clinician’s time zone is another');
+    const client = randomUUID();
+    const asDevice = (ackedThrough: number) => feed.streamTable(user.uuid, 'visit_mileage', cursor, null, now, { timeZone: 'UTC', clientId: client, ackedThrough }, sink);
+    assert.equal(await asDevice(3), null, 'the device’s mutations moved since its last full read (none recorded: 0)');
+    assert.equal((await asDevice(0))?.count, 1);
+    sent.length = 0;
     await db.execute(sql`update users set feature_overrides = '{"copy_last_visit": true}'::jsonb where id = ${user.uuid}`);
     assert.equal(await alone(cursor), null, 'the configuration changed');
     assert.deepEqual(sent, [], 'a declined table diff sends nothing');

@@ -369,13 +369,10 @@ export function diffQuery(tables: readonly FeedTable[] = FEED_TABLES): { sql: st
   return foldPlaceholders(dialect.sqlToQuery(qb.select(named(kept)).from(ONE).getSQL()));
 }
 
-/**
- * One table's diff (`streamTable`): the scope without the device's acked id (a table's diff
- * does not answer for the device's mutations) and that table's rows, read alone.
- */
+/** One table's diff (`streamTable`): the scope and that table's rows, read alone. */
 export function tableDiffQuery(table: PokeTable): { sql: string; params: unknown[] } {
   const fields = diffFields(true);
-  const kept = Object.fromEntries(Object.entries(fields).filter(([key]) => key !== 'acked' && (!(FEED_TABLES as readonly string[]).includes(key) || key === table)));
+  const kept = Object.fromEntries(Object.entries(fields).filter(([key]) => !(FEED_TABLES as readonly string[]).includes(key) || key === table));
   return foldPlaceholders(dialect.sqlToQuery(qb.select(named(kept)).from(ONE).getSQL()));
 }
 
@@ -398,8 +395,8 @@ function named<F extends Record<string, SQL>>(fields: F) {
 type Statement<F extends Record<string, SQL>> = { [K in keyof F]: F[K]['_']['type'] };
 type ScopeRow = Statement<ReturnType<typeof scopeFields>>;
 type DiffRow = Statement<ReturnType<typeof diffFields>>;
-/** A table's diff: the scope but the acked id, and the one table's field. */
-type TableDiffRow = Omit<DiffRow, 'acked' | FeedTable> & Partial<Pick<DiffRow, FeedTable>>;
+/** A table's diff: the scope and the one table's field. */
+type TableDiffRow = Omit<DiffRow, FeedTable> & Partial<Pick<DiffRow, FeedTable>>;
 
 /** No table: a statement that is a row of scalar subqueries. */
 const ONE = sql`(select 1) as one`;
@@ -527,6 +524,14 @@ export interface FeedSink {
 /** What a read ends with, once its changes have gone to the sink. */
 export type FeedEnd = Omit<FeedResult, 'serialized' | 'changes'> & { readonly count: number };
 
+export interface TableReadOptions {
+  /** The time zone the previous read found (see `FeedReadOptions`). */
+  readonly timeZone?: string;
+  /** Protocol 2: the device, and its last processed mutation as the last full read found it. */
+  readonly clientId?: string;
+  readonly ackedThrough?: number;
+}
+
 /** What a table's diff ends with: the device's cursor is unchanged, the table read up to `snapshot`. */
 export interface TableFeedEnd {
   readonly count: number;
@@ -629,17 +634,20 @@ export function createFeed(deps: FeedDeps) {
      * a full diff later sends these rows again, as they are then, and a device takes them as it
      * takes any upsert. Null, with nothing sent, when the table cannot be read alone from this
      * cursor: the cursor is not this server's or from a snapshot not reached, the seat,
-     * configuration or time zone changed, or the window moved; the caller then runs `stream`.
+     * configuration or time zone changed, the window moved, or — with a `clientId` — the device's
+     * last processed mutation is not `ackedThrough` (its mutations applied meanwhile, over HTTP
+     * say: only a full diff answers for them); the caller then runs `stream`.
      */
-    async streamTable(userId: string, table: PokeTable, cursorText: string, since: string | null, now: Date, options: Pick<FeedReadOptions, 'timeZone'>, sink: Pick<FeedSink, 'change'>): Promise<TableFeedEnd | null> {
+    async streamTable(userId: string, table: PokeTable, cursorText: string, since: string | null, now: Date, options: TableReadOptions, sink: Pick<FeedSink, 'change'>): Promise<TableFeedEnd | null> {
       const cursor = decodeCursor(cursorText);
       if (!cursor) return null;
       const timeZone = options.timeZone ?? DEFAULT_TIME_ZONE;
       const window = windowOf(now, timeZone);
       if (window.from !== cursor.windowFrom || window.to !== cursor.windowTo) return null;
       const from = since ?? cursor.snapshot;
-      const row = await runTableDiff(table, { user: userId, client: NO_CLIENT, from: window.from, to: window.to, since: from, sinceFrom: window.from, sinceTo: window.to });
+      const row = await runTableDiff(table, { user: userId, client: options.clientId ?? NO_CLIENT, from: window.from, to: window.to, since: from, sinceFrom: window.from, sinceTo: window.to });
       if (!snapshotPrecedes(from, row.snapshot) || (row.time_zone ?? DEFAULT_TIME_ZONE) !== timeZone) return null;
+      if (options.clientId !== undefined && Number(row.acked) !== options.ackedThrough) return null;
       const { hashes } = scopeAndHashes(userId, row);
       if (hashes.scope !== cursor.scope || hashes.config !== cursor.config) return null;
       const ordered: Built[] = [];
