@@ -439,12 +439,12 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     this.cursor = result.cursor;
     this.tableSince.clear();
     this.ackedThrough = result.ackedThrough;
-    this.send({
-      type: 'synced',
-      cursor: result.cursor,
-      server_time: this.host.now().toISOString(),
-      ...(result.ackedThrough !== null ? { acked_through: result.ackedThrough } : {}),
-    });
+    this.sendSynced(result.cursor);
+  }
+
+  /** The end of a feed run: the cursor, and on protocol 2 through which mutation the rows have come (the last full run's). */
+  private sendSynced(cursor: string): void {
+    this.send({ type: 'synced', cursor, server_time: this.host.now().toISOString(), ...(this.ackedThrough !== null ? { acked_through: this.ackedThrough } : {}) });
   }
 
   /**
@@ -457,19 +457,14 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     // repeats what the last full run said, so it needs one.
     if (cursor === null || (this.protocol >= 2 && this.ackedThrough === null)) return false;
     const frames = new FeedFrames((frame) => void this.sendFeedFrame(frame));
-    const options = { timeZone: this.timeZone, ...(this.protocol >= 2 && this.ackedThrough !== null ? { clientId: this.clientId, ackedThrough: this.ackedThrough } : {}) };
+    const options = { timeZone: this.timeZone, ...(this.ackedThrough !== null ? { clientId: this.clientId, ackedThrough: this.ackedThrough } : {}) };
     const end = await this.host.hooks.feedTable(this.userId, table, cursor, this.tableSince.get(table) ?? null, this.host.now(), options, { change: (json) => frames.add(json) });
     if (!end) return false;
     if (this.state !== 'open') return true;
     await this.sendFeedFrame(frames.last(cursor));
     if (this.state !== 'open') return true;
     this.tableSince.set(table, end.snapshot);
-    this.send({
-      type: 'synced',
-      cursor,
-      server_time: this.host.now().toISOString(),
-      ...(this.protocol >= 2 && this.ackedThrough !== null ? { acked_through: this.ackedThrough } : {}),
-    });
+    this.sendSynced(cursor);
     return true;
   }
 
