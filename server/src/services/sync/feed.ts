@@ -645,7 +645,7 @@ export function createFeed(deps: FeedDeps) {
       const window = windowOf(now, timeZone);
       if (window.from !== cursor.windowFrom || window.to !== cursor.windowTo) return null;
       const from = since ?? cursor.snapshot;
-      const row = await runTableDiff(table, { user: userId, client: options.clientId ?? NO_CLIENT, from: window.from, to: window.to, since: from, sinceFrom: window.from, sinceTo: window.to });
+      const row = await runTableDiff(table, { user: userId, client: options.clientId ?? NO_CLIENT, from: window.from, to: window.to, since: from });
       if (!snapshotPrecedes(from, row.snapshot) || (row.time_zone ?? DEFAULT_TIME_ZONE) !== timeZone) return null;
       if (options.clientId !== undefined && Number(row.acked) !== options.ackedThrough) return null;
       const { hashes } = scopeAndHashes(userId, row);
@@ -700,12 +700,13 @@ function scopeAndHashes(userId: string, row: Pick<ScopeRow, 'organization' | 'fe
   if (!known) {
     const scope = scopeOf(row);
     known = { scope, hashes: hashesOf(userId, scope) };
-    // Keys of earlier configurations are never asked again: start over rather than grow.
+    // Bounded: a node with more clinicians than this, or old configurations, start it over.
     if (scopes.size >= 1000) scopes.clear();
     scopes.set(key, known);
   }
   return known;
 }
+
 function hashesOf(userId: string, scope: Omit<FeedScope, 'timeZone'>): ScopeHashes {
   return { scope: shortHash({ userId, organizationId: scope.organizationId }), config: shortHash(scope.config) };
 }
