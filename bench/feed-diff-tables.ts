@@ -63,7 +63,7 @@ async function measure(backend: string, database: Database) {
   const statements = new Map<Kind, { query: { sql: string; params: unknown[] }; run: (values: DiffValues) => Promise<Array<Record<string, unknown>>> }>();
   for (const kind of KINDS) {
     if (!kind.tables) continue;
-    const query = kind.name === 'mileage' ? tableDiffQuery('visit_mileage') : diffQuery(kind.tables);
+    const query = kind.name === 'mileage' ? tableDiffQuery(['visit_mileage']) : diffQuery(kind.tables);
     statements.set(kind.name, { query, run: prepareDiffStatement(where, oneSession, `bench_diff_${kind.name.replace(' ', '_')}`, query) });
   }
 

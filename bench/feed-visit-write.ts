@@ -5,7 +5,11 @@
  * events and mileage. Rows, bytes and the diff's time per write, for two kinds of write in the
  * same run on the same database, interleaved in rounds so load on the machine hits both alike:
  *
- *   in place    the write as the server makes it: the visit stays where it was in the scope
+ *   in place    the write as the server makes it: the visit stays where it was in the scope,
+ *               and the full diff (every table) from the cursor before it
+ *   alone       the same write, and the diff its devices' sockets run since migration 0026: the
+ *               poked tables (visits, timer_events) alone (feed.ts `streamTable`), from the same
+ *               cursor (then a full diff, untimed, moves the cursor for the next write)
  *   re-placed   the same write that also stamps the visit as placed anew (`placed_txid`), as
  *               every visit write counted before migration 0024: the feed then sends the
  *               visit's note (opened), events and mileage again with it — the baseline
@@ -21,7 +25,7 @@ import { sql } from 'drizzle-orm';
 import type { Database } from '../server/src/db/database.ts';
 import { createPhiCrypto } from '../server/src/security/phi-crypto.ts';
 import { generateKeyFile } from '../server/src/security/phi-keyring.ts';
-import { createFeed } from '../server/src/services/sync/feed.ts';
+import { createFeed, type FeedTable } from '../server/src/services/sync/feed.ts';
 import { onEachBackend } from './support/each-backend.ts';
 import { setting } from './support/measure.ts';
 import { seedVisitDay } from './support/visit-day-seed.ts';
@@ -31,7 +35,7 @@ const WRITES = setting('BENCH_FEED_WRITES', 200, 20, 5_000);
 const ROUNDS = 8;
 const WARMUP = 20;
 /** One write per visit: each write finds its visit as a clinician's day leaves it (3 events, a note, mileage). */
-const VISITS = WARMUP + 2 * ROUNDS * Math.ceil(WRITES / ROUNDS);
+const VISITS = WARMUP + 3 * ROUNDS * Math.ceil(WRITES / ROUNDS);
 
 async function measure(backend: string, database: Database) {
   const { db } = database;
@@ -39,9 +43,13 @@ async function measure(backend: string, database: Database) {
   const feed = createFeed({ db, phi, oneSession: database.pglite !== null, planned: database.planned });
   const { user, visitIds } = await seedVisitDay(db, phi, VISITS);
   const now = new Date();
-  let cursor = (await feed.read(user, null, now)).cursor;
+  const first = await feed.read(user, null, now);
+  let cursor = first.cursor;
+  const timeZone = first.timeZone;
+  const TAP: readonly FeedTable[] = ['visits', 'timer_events'];
   let tick = 0;
-  const write = async (replaced: boolean) => {
+  const write = async (kind: 'replaced' | 'inPlace' | 'alone') => {
+    const replaced = kind === 'replaced';
     const v = visitIds[tick % VISITS] as string;
     tick++;
     await db.transaction(async (tx) => {
@@ -52,18 +60,30 @@ async function measure(backend: string, database: Database) {
           : sql`update visits set status = 'completed', drive_seconds = ${tick} where id = ${v}::uuid`,
       );
     });
+    if (kind === 'alone') {
+      const sent: string[] = [];
+      const t0 = performance.now();
+      const end = await feed.streamTable(user, TAP, cursor, null, now, { timeZone }, { change: (json) => sent.push(json) });
+      const ms = performance.now() - t0;
+      if (!end) throw new Error('the diff of a timer event’s tables gave way to the full diff');
+      cursor = (await feed.read(user, cursor, now)).cursor;
+      // Measured as the full diff's are: the changes as objects, serialised again.
+      return { rows: sent.length, bytes: Buffer.byteLength(JSON.stringify(sent.map((json) => JSON.parse(json) as unknown))), ms };
+    }
     const t0 = performance.now();
     const diff = await feed.read(user, cursor, now);
     const ms = performance.now() - t0;
     cursor = diff.cursor;
     return { rows: diff.changes.length, bytes: Buffer.byteLength(JSON.stringify(diff.changes)), ms };
   };
-  for (let i = 0; i < WARMUP; i++) await write(i % 2 === 0);
-  const kinds = { inPlace: [] as Array<Awaited<ReturnType<typeof write>>>, replaced: [] as Array<Awaited<ReturnType<typeof write>>> };
+  for (let i = 0; i < WARMUP; i++) await write((['replaced', 'inPlace', 'alone'] as const)[i % 3] as 'replaced' | 'inPlace' | 'alone');
+  type Sample = Awaited<ReturnType<typeof write>>;
+  const kinds = { inPlace: [] as Sample[], replaced: [] as Sample[], alone: [] as Sample[] };
   const perRound = Math.ceil(WRITES / ROUNDS);
   for (let r = 0; r < ROUNDS; r++) {
-    for (let i = 0; i < perRound; i++) kinds.replaced.push(await write(true));
-    for (let i = 0; i < perRound; i++) kinds.inPlace.push(await write(false));
+    for (let i = 0; i < perRound; i++) kinds.replaced.push(await write('replaced'));
+    for (let i = 0; i < perRound; i++) kinds.inPlace.push(await write('inPlace'));
+    for (let i = 0; i < perRound; i++) kinds.alone.push(await write('alone'));
   }
   const sum = (xs: Array<{ rows: number; bytes: number; ms: number }>) => ({
     writes: xs.length,
@@ -73,7 +93,16 @@ async function measure(backend: string, database: Database) {
   });
   const inPlace = sum(kinds.inPlace);
   const replaced = sum(kinds.replaced);
-  return { backend, inPlace, replaced, bytesRatio: inPlace.bytesPerWrite / replaced.bytesPerWrite, msRatio: inPlace.diffMedianMs / replaced.diffMedianMs };
+  const alone = sum(kinds.alone);
+  return {
+    backend,
+    inPlace,
+    replaced,
+    alone,
+    bytesRatio: inPlace.bytesPerWrite / replaced.bytesPerWrite,
+    msRatio: inPlace.diffMedianMs / replaced.diffMedianMs,
+    aloneVsInPlaceMs: alone.diffMedianMs / inPlace.diffMedianMs,
+  };
 }
 
 const loadBefore = os.loadavg()[0] ?? 0;
@@ -82,8 +111,13 @@ const results = await onEachBackend(measure);
 console.log(`a timer event on a visit with a note, 3 events and mileage → the diff its devices get (one write per visit, ${VISITS} visits)`);
 console.log('backend   kind        writes  rows/write  bytes/write  diff p50   vs re-placed (bytes, time)');
 for (const r of results) {
-  for (const [kind, s] of [['in place', r.inPlace], ['re-placed', r.replaced]] as const) {
-    const vs = kind === 'in place' ? `${r.bytesRatio.toFixed(2)}×, ${r.msRatio.toFixed(2)}×` : '1.00× (baseline)';
+  for (const [kind, s] of [['alone', r.alone], ['in place', r.inPlace], ['re-placed', r.replaced]] as const) {
+    const vs =
+      kind === 'in place'
+        ? `${r.bytesRatio.toFixed(2)}×, ${r.msRatio.toFixed(2)}×`
+        : kind === 'alone'
+          ? `${(s.bytesPerWrite / r.replaced.bytesPerWrite).toFixed(2)}×, ${(s.diffMedianMs / r.replaced.diffMedianMs).toFixed(2)}× (${r.aloneVsInPlaceMs.toFixed(2)}× in place's time)`
+          : '1.00× (baseline)';
     console.log(
       `${r.backend.padEnd(9)} ${kind.padEnd(10)} ${String(s.writes).padStart(7)}  ${s.rowsPerWrite.toFixed(1).padStart(10)}  ${s.bytesPerWrite.toFixed(0).padStart(11)}  ${`${s.diffMedianMs.toFixed(2)} ms`.padStart(8)}   ${vs}`,
     );

@@ -146,6 +146,7 @@ export function figuresOf(result: Json): Figure[] {
         return [
           { bench, backend: str(r.backend), measure: 'timer event on a visit with a note → its devices, bytes per write', figure: `${fmt(num(inPlace.bytesPerWrite), 0)} B (${fmt(num(inPlace.rowsPerWrite))} rows)`, baseline: `${baseline}, ${fmt(num(replaced.bytesPerWrite), 0)} B`, ratio: `${x(num(r.bytesRatio))} bytes` },
           { bench, backend: str(r.backend), measure: 'timer event on a visit with a note → its devices, diff p50', figure: ms(num(inPlace.diffMedianMs)), baseline: `${baseline}, ${ms(num(replaced.diffMedianMs))}`, ratio: `${x(num(r.msRatio))} time` },
+          { bench, backend: str(r.backend), measure: "timer event → the diff its sockets run: visits and timer_events alone, p50", figure: ms(num(((r.alone ?? {}) as Json).diffMedianMs)), baseline: `the full diff of the same write ${ms(num(inPlace.diffMedianMs))}`, ratio: `${x(num(r.aloneVsInPlaceMs))} time` },
         ];
       });
     case 'feed-diff-tables':

@@ -18,7 +18,7 @@ import {
   type ServerMessage,
 } from '@fieldchart/schema/sync';
 import { safeError } from '../log-safety.ts';
-import { windowOf, type PokeTable } from '../services/sync/feed.ts';
+import { windowOf, type FeedTable } from '../services/sync/feed.ts';
 import type { MutationDevice, MutationMessage } from '../services/sync/mutation-ledger.ts';
 import { closeFor, refusalOfSession, type Refusal } from './close-reasons.ts';
 import type { DraftPeer } from './drafts.ts';
@@ -100,13 +100,13 @@ export class SyncConnection implements DraftPeer, HeldConnection {
   }
   private feedRunning = false;
   private feedAgain = false;
-  /** What the next feed run owes: every table, or only these poked tables (each may be read alone). */
-  private feedOwed: Set<PokeTable> | 'all' = 'all';
+  /** What the next feed run owes: every table, or only these poked tables (which may be read alone). */
+  private feedOwed: Set<FeedTable> | 'all' = 'all';
   /**
    * Each poked table's snapshot as its last table diff read it (feed.ts `streamTable`): the
    * cursor has not moved for those reads. Emptied by every full run, whose cursor covers them.
    */
-  private readonly tableSince = new Map<PokeTable, string>();
+  private readonly tableSince = new Map<FeedTable, string>();
   /** acked_through as the last full run read it: a table diff's `synced` repeats it. */
   private ackedThrough: number | null = null;
   /** Bytes of feed frames handed to the socket and not yet written. */
@@ -360,9 +360,9 @@ export class SyncConnection implements DraftPeer, HeldConnection {
 
   /**
    * Poke, then pull: runs the feed now, or once more after the run in progress. `table`: the
-   * poke named one table; with no other owed, the run reads it alone.
+   * poke named its table; while only named tables are owed, the run reads those alone.
    */
-  requestFeed(table: PokeTable | null = null): void {
+  requestFeed(table: FeedTable | null = null): void {
     if (this.state !== 'open') return;
     if (table === null) this.feedOwed = 'all';
     else if (this.feedOwed !== 'all') this.feedOwed.add(table);
@@ -418,8 +418,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     const owed = this.feedOwed;
     this.feedOwed = new Set();
     if (owed !== 'all' && owed.size === 0) return;
-    const [table] = owed === 'all' || owed.size > 1 ? [] : owed;
-    if (table !== undefined && (await this.runTableFeed(table))) return;
+    if (owed !== 'all' && (await this.runTableFeed([...owed]))) return;
     // Frames go out as the feed builds them; the last (with the checkpoint) is awaited until it
     // is handed to the OS, and with it every frame before it. A slow device's frames wait in
     // the socket's buffer meanwhile: as many bytes as one read held in memory before streaming.
@@ -448,22 +447,25 @@ export class SyncConnection implements DraftPeer, HeldConnection {
   }
 
   /**
-   * One poked table's changes alone, the cursor unchanged; false when only the full diff can
+   * The poked tables' changes alone, the cursor unchanged; false when only the full diff can
    * answer (no cursor yet, or feed.ts `streamTable` declined), with nothing sent.
    */
-  private async runTableFeed(table: PokeTable): Promise<boolean> {
+  private async runTableFeed(tables: readonly FeedTable[]): Promise<boolean> {
     const cursor = this.cursor;
     // Protocol 2's `synced` says through which mutation the rows have come: a table's diff
     // repeats what the last full run said, so it needs one.
     if (cursor === null || (this.protocol >= 2 && this.ackedThrough === null)) return false;
     const frames = new FeedFrames((frame) => void this.sendFeedFrame(frame));
     const options = { timeZone: this.timeZone, ...(this.ackedThrough !== null ? { clientId: this.clientId, ackedThrough: this.ackedThrough } : {}) };
-    const end = await this.host.hooks.feedTable(this.userId, table, cursor, this.tableSince.get(table) ?? null, this.host.now(), options, { change: (json) => frames.add(json) });
+    // From where the tables were last read together; else from the cursor (rows may come again).
+    const since = tables.map((t) => this.tableSince.get(t) ?? null);
+    const from = since.every((s) => s === since[0]) ? (since[0] ?? null) : null;
+    const end = await this.host.hooks.feedTable(this.userId, tables, cursor, from, this.host.now(), options, { change: (json) => frames.add(json) });
     if (!end) return false;
     if (this.state !== 'open') return true;
     await this.sendFeedFrame(frames.last(cursor));
     if (this.state !== 'open') return true;
-    this.tableSince.set(table, end.snapshot);
+    for (const table of tables) this.tableSince.set(table, end.snapshot);
     this.sendSynced(cursor);
     return true;
   }

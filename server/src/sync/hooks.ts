@@ -5,7 +5,7 @@
  * extension hooks, each is named for the moment the hub calls it.
  */
 import type { ServerMessage } from '@fieldchart/schema/sync';
-import type { FeedEnd, FeedReadOptions, FeedSink, PokeTable, TableFeedEnd, TableReadOptions } from '../services/sync/feed.ts';
+import type { FeedEnd, FeedReadOptions, FeedSink, FeedTable, TableFeedEnd, TableReadOptions } from '../services/sync/feed.ts';
 import type { BatchOutcome, MutationDevice, MutationMessage } from '../services/sync/mutation-ledger.ts';
 import type { Refusal } from './close-reasons.ts';
 import type { Drafts } from './drafts.ts';
@@ -43,13 +43,13 @@ export interface SyncHooks {
    */
   feed(userId: string, cursor: string | null, now: Date, options: FeedReadOptions, sink: FeedSink): Promise<FeedEnd>;
   /**
-   * A poke of one table: that table's changes since `since` (its last table diff's snapshot, or
+   * Pokes of some tables: their changes since `since` (their last table diff's snapshot, or
    * null for the cursor's), the cursor unchanged; null, with nothing sent, when only `feed` can
    * answer (feed.ts `streamTable`).
    */
   feedTable(
     userId: string,
-    table: PokeTable,
+    tables: readonly FeedTable[],
     cursor: string,
     since: string | null,
     now: Date,
@@ -111,7 +111,7 @@ export interface HeldConnection {
   readonly userId: string;
   readonly clientId: string;
   /** A poke: of one table (its changes may be read alone), or null for every table. */
-  requestFeed(table?: PokeTable | null): void;
+  requestFeed(table?: FeedTable | null): void;
   recheck(): Promise<void>;
   close(reason: 'superseded' | 'going_away', text: string): void;
   /** Pings the device; drops it if it did not answer the previous ping. */

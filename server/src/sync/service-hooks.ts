@@ -85,7 +85,7 @@ export function syncHooksOf(deps: {
     },
 
     feed: (userId, cursor, now, options, sink) => readFeed(userId, cursor, now, options, sink),
-    feedTable: (userId, table, cursor, since, now, options, sink) => readFeedTable(userId, table, cursor, since, now, options, sink),
+    feedTable: (userId, tables, cursor, since, now, options, sink) => readFeedTable(userId, tables, cursor, since, now, options, sink),
 
     applyMutations: applyBatch,
 

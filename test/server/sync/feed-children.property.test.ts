@@ -16,7 +16,7 @@ import fc from 'fast-check';
 import { sql } from 'drizzle-orm';
 import type { Change } from '@fieldchart/schema/sync';
 import { addDays } from '@fieldchart/schema/rules';
-import { WINDOW_DAYS_AHEAD, WINDOW_DAYS_BACK } from '../../../server/src/services/sync/feed.ts';
+import { WINDOW_DAYS_AHEAD, WINDOW_DAYS_BACK, type FeedTable } from '../../../server/src/services/sync/feed.ts';
 import { feedOf } from '../../../server/src/sync/service-hooks.ts';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
@@ -31,7 +31,7 @@ type Op =
   | { kind: 'delete'; pick: number }
   | { kind: 'restore'; pick: number }
   | { kind: 'feed' }
-  | { kind: 'feed-table'; table: 'timer_events' | 'visit_mileage' };
+  | { kind: 'feed-table'; tables: FeedTable[] };
 
 /** Days from today: inside the window, at its edges, and outside it on both sides. */
 const day = fc.oneof(
@@ -48,7 +48,12 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: pick.map<Op>((p) => ({ kind: 'delete', pick: p })) },
   { weight: 1, arbitrary: pick.map<Op>((p) => ({ kind: 'restore', pick: p })) },
   { weight: 3, arbitrary: fc.constant<Op>({ kind: 'feed' }) },
-  { weight: 3, arbitrary: fc.constantFrom<Op>({ kind: 'feed-table', table: 'timer_events' }, { kind: 'feed-table', table: 'visit_mileage' }) },
+  {
+    weight: 4,
+    arbitrary: fc
+      .constantFrom<FeedTable[]>(['timer_events'], ['visit_mileage'], ['visits', 'timer_events'], ['visits'], ['timer_events', 'visit_mileage'])
+      .map<Op>((tables) => ({ kind: 'feed-table', tables })),
+  },
 );
 
 const CHILDREN = new Set(['timer_events', 'visit_mileage']);
@@ -196,21 +201,31 @@ forEachBackend('feed: a visit’s children', (backend) => {
             case 'feed-table': {
               if (cursor === null) break;
               const changes: Change[] = [];
-              const end = await feed.streamTable(user.uuid, o.table, cursor, tableSince.get(o.table) ?? null, now, { ...(zone ? { timeZone: zone } : {}) }, {
+              // As the socket does: from where the tables were last read together, else from the cursor.
+              const since = o.tables.map((t) => tableSince.get(t) ?? null);
+              const from = since.every((s) => s === since[0]) ? (since[0] ?? null) : null;
+              const end = await feed.streamTable(user.uuid, o.tables, cursor, from, now, { ...(zone ? { timeZone: zone } : {}) }, {
                 change: (json) => changes.push(JSON.parse(json) as Change),
               });
-              // Declined (the zone the device was last read with is not yet known, say): the socket runs the full diff.
+              // Declined (a visit placed anew, say): the socket runs the full diff.
               if (!end) {
                 await fullDiff();
                 break;
               }
-              tableSince.set(o.table, end.snapshot);
+              for (const t of o.tables) tableSince.set(t, end.snapshot);
               apply(changes);
               const full = await feed.read(user.uuid, null, now);
-              const both = new Set([...shown(device.values()).keys()].filter((k) => k.startsWith('visits/') && shown(full.changes).has(k)).map((k) => k.slice('visits/'.length)));
-              const ofTable = (rows: Iterable<Change>) =>
-                new Map([...rows].filter((c) => c.op === 'upsert' && c.table === o.table && both.has(visitOf.get(key(c)) ?? '')).map((c) => [key(c), c.version]));
-              assert.deepEqual(ofTable(device.values()), ofTable(full.changes), `${o.table} after its table diff`);
+              const onDevice = shown(device.values());
+              const inFull = shown(full.changes);
+              const visitsOf = (m: Map<string, number>) => new Map([...m].filter(([k]) => k.startsWith('visits/')));
+              // With visits read, the device's visits are the full read's.
+              if (o.tables.includes('visits')) assert.deepEqual(visitsOf(onDevice), visitsOf(inFull), 'visits after their table diff');
+              const both = new Set([...visitsOf(onDevice).keys()].filter((k) => inFull.has(k)).map((k) => k.slice('visits/'.length)));
+              for (const table of o.tables.filter((t) => CHILDREN.has(t))) {
+                const ofTable = (rows: Iterable<Change>) =>
+                  new Map([...rows].filter((c) => c.op === 'upsert' && c.table === table && both.has(visitOf.get(key(c)) ?? '')).map((c) => [key(c), c.version]));
+                assert.deepEqual(ofTable(device.values()), ofTable(full.changes), `${table} after a table diff of ${o.tables.join(', ')}`);
+              }
               break;
             }
             case 'feed':
@@ -219,7 +234,25 @@ forEachBackend('feed: a visit’s children', (backend) => {
           }
         }
       }),
-      { numRuns: 25, verbose: 1 },
+      {
+        numRuns: 25,
+        verbose: 1,
+        // A visit placed anew (rescheduled into the window) with events and mileage from before:
+        // a diff of visits and events alone must give way to the full diff, which brings them.
+        examples: [
+          [
+            [
+              { kind: 'visit', day: WINDOW_DAYS_AHEAD + 10 },
+              { kind: 'event', pick: 0 },
+              { kind: 'mileage', pick: 0 },
+              { kind: 'feed' },
+              { kind: 'move', pick: 0, day: 0 },
+              { kind: 'feed-table', tables: ['visits', 'timer_events'] },
+              { kind: 'feed-table', tables: ['visit_mileage'] },
+            ],
+          ],
+        ],
+      },
     );
   });
 });

@@ -1,9 +1,9 @@
 /**
  * A poke names its table (migration 0026), and a socket poked for one table reads that table's
  * changes alone (feed.ts `streamTable`): over a real socket, a mileage write reaches the device
- * without moving its cursor, and `synced` repeats the last full run's acked_through; the device's
- * own mutation, a write of several tables and a reconnect from the unmoved cursor run the full
- * diff, which sends the table's rows again as they now are. A table diff declines where only the
+ * without moving its cursor, and `synced` repeats the last full run's acked_through, and a timer
+ * event's two tables make one such run; the device's own mutation, a visit placed anew and a
+ * reconnect from the unmoved cursor run the full diff, which sends the rows again as they now are. A table diff declines where only the
  * full diff can answer, and leaves the children of a visit placed anew to it.
  */
 import assert from 'node:assert/strict';
@@ -86,7 +86,7 @@ forEachBackend('sync: table pokes', (backend) => {
     back.socket.close();
   });
 
-  test('a write of several tables is one full run; a table write after it, one table run', async () => {
+  test('a timer event (its visit and its event) is one run of those two tables; a visit placed anew, the full diff with its children', async () => {
     const user = await utcClinician(server);
     const patient = await createPatient(server, user);
     const visit = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: today(), start_time: '09:00' });
@@ -95,19 +95,35 @@ forEachBackend('sync: table pokes', (backend) => {
     // A timer event writes its event and its visit in one transaction: two pokes, one run.
     const res = await server.api('POST', '/visit-timer-events', { token: user.token, body: { schedule_uuid: visit, events: [timerEvent('start_travel', new Date().toISOString())] } });
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    const both = await nextFeed(socket);
-    assert.deepEqual(tables(both.changes), ['timer_events', 'visits']);
-    assert.notEqual(both.synced.cursor, first.synced.cursor, 'a poke of visits runs the full diff');
+    const tap = await nextFeed(socket);
+    assert.deepEqual(tables(tap.changes), ['timer_events', 'visits']);
+    assert.equal(tap.synced.cursor, first.synced.cursor, 'the visit written in place: its tables alone, the cursor unmoved');
     assert.equal(await syncedWithin(socket, 300), 0, 'the transaction’s second poke ran no second diff');
 
     // A patient soft-deleted: the patients table alone, as a tombstone.
-    await server.runtime.database.db.execute(sql`update patients set deleted_at = now() where id = ${patient.uuid}`);
+    const db = server.runtime.database.db;
+    await db.execute(sql`update patients set deleted_at = now() where id = ${patient.uuid}`);
     const tomb = await nextFeed(socket);
     assert.deepEqual(
       tomb.changes.map((c) => [c.table, c.op, c.id]),
       [['patients', 'delete', patient.uuid]],
     );
-    assert.equal(tomb.synced.cursor, both.synced.cursor);
+    assert.equal(tomb.synced.cursor, first.synced.cursor);
+
+    // A visit outside the window with mileage, then rescheduled into it: placed anew, so the
+    // poke of visits gives way to the full diff, which brings the mileage nobody wrote since.
+    const later = randomUUID();
+    await db.execute(sql`insert into visits (id, owner_id, visit_date, start_time) values (${later}::uuid, ${user.uuid}::uuid, ${addDays(today(), 40)}::date, '10:00')`);
+    await nextFeed(socket);
+    await db.execute(sql`insert into visit_mileage (visit_id, owner_id, total_miles, recorded_at) values (${later}::uuid, ${user.uuid}::uuid, 6, now())`);
+    await nextFeed(socket);
+    await db.execute(sql`update visits set visit_date = ${today()}::date where id = ${later}::uuid`);
+    const placed = await nextFeed(socket);
+    assert.deepEqual(
+      placed.changes.filter((c) => c.table === 'visits' || c.table === 'visit_mileage').map((c) => [c.table, c.id]).sort(),
+      [['visit_mileage', later], ['visits', later]],
+    );
+    assert.notEqual(placed.synced.cursor, first.synced.cursor, 'the full diff moves the cursor');
     socket.close();
   });
 
@@ -142,13 +158,13 @@ forEachBackend('sync: table pokes', (backend) => {
     await putMileage(user, visit, 2, new Date(now.getTime() - 1000).toISOString());
     const sent: string[] = [];
     const sink = { change: (json: string) => sent.push(json) };
-    const alone = (c: string, options: { timeZone?: string; now?: Date } = {}) => feed.streamTable(user.uuid, 'visit_mileage', c, null, options.now ?? now, { timeZone: options.timeZone ?? 'UTC' }, sink);
+    const alone = (c: string, options: { timeZone?: string; now?: Date } = {}) => feed.streamTable(user.uuid, ['visit_mileage'], c, null, options.now ?? now, { timeZone: options.timeZone ?? 'UTC' }, sink);
 
     const read = await alone(cursor);
     assert.ok(read);
     assert.equal(read.count, 1);
     assert.equal(sent.length, 1);
-    const since = await feed.streamTable(user.uuid, 'visit_mileage', cursor, read.snapshot, now, { timeZone: 'UTC' }, sink);
+    const since = await feed.streamTable(user.uuid, ['visit_mileage'], cursor, read.snapshot, now, { timeZone: 'UTC' }, sink);
     assert.equal(since?.count, 0, 'nothing new since the table’s last diff');
     sent.length = 0;
 
@@ -156,7 +172,7 @@ forEachBackend('sync: table pokes', (backend) => {
     assert.equal(await alone(cursor, { now: new Date(now.getTime() + 2 * 86_400_000) }), null, 'the window moved');
     assert.equal(await alone(cursor, { timeZone: 'Asia/Tokyo' }), null, 'the clinician’s time zone is another');
     const client = randomUUID();
-    const asDevice = (ackedThrough: number) => feed.streamTable(user.uuid, 'visit_mileage', cursor, null, now, { timeZone: 'UTC', clientId: client, ackedThrough }, sink);
+    const asDevice = (ackedThrough: number) => feed.streamTable(user.uuid, ['visit_mileage'], cursor, null, now, { timeZone: 'UTC', clientId: client, ackedThrough }, sink);
     assert.equal(await asDevice(3), null, 'the device’s mutations moved since its last full read (none recorded: 0)');
     assert.equal((await asDevice(0))?.count, 1);
     sent.length = 0;
@@ -178,7 +194,7 @@ forEachBackend('sync: table pokes', (backend) => {
     const { cursor } = await feed.read(user.uuid, null, now);
     await db.execute(sql`update visits set visit_date = ${today()}::date where id = ${id}::uuid`);
     const sent: string[] = [];
-    const read = await feed.streamTable(user.uuid, 'visit_mileage', cursor, null, now, { timeZone: 'UTC' }, { change: (json) => sent.push(json) });
+    const read = await feed.streamTable(user.uuid, ['visit_mileage'], cursor, null, now, { timeZone: 'UTC' }, { change: (json) => sent.push(json) });
     assert.equal(read?.count, 0, 'the mileage did not change: it comes with its visit');
     const full = await feed.read(user.uuid, cursor, now);
     assert.deepEqual(tables(full.changes), ['visit_mileage', 'visits']);

@@ -179,8 +179,9 @@ function scopeFields(p: Param) {
 /**
  * Each table's rows in scope: those new to a device at a cursor (`diff`) or the whole scope
  * (`full`). Visits and timer events as the change lines PostgreSQL writes, the rest as rows.
- * `alone`: a table's diff read without the visits (`streamTable`): a child's rows written since
- * the cursor only, not those of visits placed anew, which come with their visit in a full diff.
+ * `alone`: some tables' diff (`streamTable`): a child's rows written since the cursor only, not
+ * those of visits placed anew, which come with their visit in a full diff (a visit placed anew
+ * makes such a diff give way: `placedAnew`).
  */
 function tableQueries(mode: 'diff' | 'full', p: Param, alone = false) {
   const diff = mode === 'diff';
@@ -293,6 +294,10 @@ function tableQueries(mode: 'diff' | 'full', p: Param, alone = false) {
           'created_at', ${iso(visits.createdAt)},
           'updated_at', ${iso(visits.updatedAt)}))::text
     end)`;
+  // Whether a visit was placed anew since the cursor: its children are owed with it, which only
+  // the full diff sends (any visit of the owner: the window is not consulted, a diff of some
+  // tables gives way to the full diff a little more often than it must).
+  const placedAnew = sql<number>`(case when exists(select 1 from ${visits} where ${visits.ownerId} = ${user} and ${changed(visits)} and ${placed}) then 1 else 0 end)`;
   const visitRows = qb
     .select({ line: visitLine.as('line') })
     .from(visits)
@@ -324,6 +329,7 @@ function tableQueries(mode: 'diff' | 'full', p: Param, alone = false) {
     // Visits in the window and new to the device; a changed visit now outside it left the scope.
     visits: visitRows,
     timer_events: events,
+    placedAnew,
   };
 }
 
@@ -335,26 +341,31 @@ const ROW_TABLES: readonly RowTable[] = ['patients', 'patient_referrals', 'soap_
 export type FeedTable = RowTable | LineTable;
 export const FEED_TABLES: readonly FeedTable[] = [...ROW_TABLES, 'visits', 'timer_events'];
 
-/**
- * Tables whose pokes name them (migration 0026) and whose diff may run alone (`streamTable`): a
- * visit's children and the clinician's own rows. Not visits: a visit placed anew brings its
- * children, so a poke of visits runs the full diff.
- */
-export const POKE_TABLES = ['patients', 'patient_referrals', 'soap_notes', 'visit_mileage', 'notifications', 'ai_status', 'timer_events'] as const satisfies readonly FeedTable[];
-export type PokeTable = (typeof POKE_TABLES)[number];
-
-/** The feed table a poke names (its trigger's table), or null when the poke needs the full diff. */
-export function pokeTableOf(tableName: string): PokeTable | null {
+/** The feed table a poke names (migration 0026: its trigger's table), or null for any other. */
+export function pokeTableOf(tableName: string): FeedTable | null {
   const table = tableName === 'ai_transcriptions' ? 'ai_status' : tableName;
-  return (POKE_TABLES as readonly string[]).includes(table) ? (table as PokeTable) : null;
+  return (FEED_TABLES as readonly string[]).includes(table) ? (table as FeedTable) : null;
 }
 
 /** The diff: the scope and every table's new rows in one statement (one JSON array, or one text of lines, per table). */
-function diffFields(alone = false) {
-  const tables = tableQueries('diff', placeholder, alone);
+function diffFields() {
+  const tables = tableQueries('diff', placeholder);
   const rows = Object.fromEntries(ROW_TABLES.map((t) => [t, sql<string>`${agg(tables[t])}::text`])) as Record<RowTable, SQL<string>>;
   const lines = (query: SQLWrapper) => sql<string | null>`(select string_agg(t.line, E'\n') from (${query}) t)`;
   return { ...scopeFields(placeholder), ...rows, visits: lines(tables.visits), timer_events: lines(tables.timer_events) };
+}
+
+/** Some tables' diff (`streamTable`): the scope, those tables' rows read alone, and with visits whether one was placed anew. */
+function tablesDiffFields(tables: readonly FeedTable[]) {
+  const queries = tableQueries('diff', placeholder, true);
+  const lines = (query: SQLWrapper) => sql<string | null>`(select string_agg(t.line, E'\n') from (${query}) t)`;
+  const fields: Record<string, SQL> = { ...scopeFields(placeholder) };
+  for (const table of FEED_TABLES) {
+    if (!tables.includes(table)) continue;
+    fields[table] = isLineTable(table) ? lines(queries[table]) : sql<string>`${agg(queries[table])}::text`;
+  }
+  if (tables.includes('visits')) fields.placed_anew = queries.placedAnew;
+  return fields;
 }
 
 /**
@@ -369,11 +380,9 @@ export function diffQuery(tables: readonly FeedTable[] = FEED_TABLES): { sql: st
   return foldPlaceholders(dialect.sqlToQuery(qb.select(named(kept)).from(ONE).getSQL()));
 }
 
-/** One table's diff (`streamTable`): the scope and that table's rows, read alone. */
-export function tableDiffQuery(table: PokeTable): { sql: string; params: unknown[] } {
-  const fields = diffFields(true);
-  const kept = Object.fromEntries(Object.entries(fields).filter(([key]) => !(FEED_TABLES as readonly string[]).includes(key) || key === table));
-  return foldPlaceholders(dialect.sqlToQuery(qb.select(named(kept)).from(ONE).getSQL()));
+/** Some poked tables' diff (`streamTable`): the scope and those tables' rows, read alone. */
+export function tableDiffQuery(tables: readonly FeedTable[]): { sql: string; params: unknown[] } {
+  return foldPlaceholders(dialect.sqlToQuery(qb.select(named(tablesDiffFields(tables))).from(ONE).getSQL()));
 }
 
 /**
@@ -395,8 +404,8 @@ function named<F extends Record<string, SQL>>(fields: F) {
 type Statement<F extends Record<string, SQL>> = { [K in keyof F]: F[K]['_']['type'] };
 type ScopeRow = Statement<ReturnType<typeof scopeFields>>;
 type DiffRow = Statement<ReturnType<typeof diffFields>>;
-/** A table's diff: the scope and the one table's field. */
-type TableDiffRow = Omit<DiffRow, FeedTable> & Partial<Pick<DiffRow, FeedTable>>;
+/** Some tables' diff: the scope, those tables' fields, and with visits whether one was placed anew. */
+type TableDiffRow = Omit<DiffRow, FeedTable> & Partial<Pick<DiffRow, FeedTable>> & { readonly placed_anew?: number | string };
 
 /** No table: a statement that is a row of scalar subqueries. */
 const ONE = sql`(select 1) as one`;
@@ -418,15 +427,19 @@ function preparedDiff(db: Db, oneSession: boolean, onDiff: FeedDeps['onDiff']) {
   };
 }
 
-/** Each poke table's diff (`tableDiffQuery`), prepared as the full diff is, on its table's first poke. */
+/**
+ * Each set of poked tables' diff (`tableDiffQuery`), prepared as the full diff is, on its first
+ * poke; named by the set (a bit per table), so at most 255 statements, a handful in practice.
+ */
 function preparedTableDiffs(db: Db, oneSession: boolean, onDiff: FeedDeps['onDiff']) {
-  const statements = new Map<PokeTable, { query: { sql: string; params: unknown[] }; execute: (values: DiffValues) => Promise<TableDiffRow[]> }>();
-  return async (table: PokeTable, values: Params): Promise<TableDiffRow> => {
-    let statement = statements.get(table);
+  const statements = new Map<number, { query: { sql: string; params: unknown[] }; execute: (values: DiffValues) => Promise<TableDiffRow[]> }>();
+  return async (tables: readonly FeedTable[], values: Params): Promise<TableDiffRow> => {
+    const set = FEED_TABLES.reduce((bits, table, i) => (tables.includes(table) ? bits | (1 << i) : bits), 0);
+    let statement = statements.get(set);
     if (!statement) {
-      const query = tableDiffQuery(table);
-      statement = { query, execute: prepareDiffStatement<TableDiffRow>(db, oneSession, `fieldchart_feed_diff_${table}`, query) };
-      statements.set(table, statement);
+      const query = tableDiffQuery(FEED_TABLES.filter((t) => tables.includes(t)));
+      statement = { query, execute: prepareDiffStatement<TableDiffRow>(db, oneSession, `fieldchart_feed_diff_${set}`, query) };
+      statements.set(set, statement);
     }
     onDiff?.({ sql: statement.query.sql, params: fillPlaceholders(statement.query.params, values) });
     const [row] = await statement.execute(values);
@@ -627,32 +640,37 @@ export function createFeed(deps: FeedDeps) {
     },
 
     /**
-     * A poke's table alone: its rows new since `since` (the snapshot of this table's last diff
-     * since the cursor, or null for the cursor's own), without the other tables' statement parts
-     * (a poke of one table costs about a primary-key read more than the scope: bench/README.md,
-     * feed-diff-tables). The device's cursor does not move — the other tables were not read — so
-     * a full diff later sends these rows again, as they are then, and a device takes them as it
-     * takes any upsert. Null, with nothing sent, when the table cannot be read alone from this
-     * cursor: the cursor is not this server's or from a snapshot not reached, the seat,
-     * configuration or time zone changed, the window moved, or — with a `clientId` — the device's
-     * last processed mutation is not `ackedThrough` (its mutations applied meanwhile, over HTTP
-     * say: only a full diff answers for them); the caller then runs `stream`.
+     * The poked tables alone: their rows new since `since` (the snapshot of these tables' last
+     * diff since the cursor, or null for the cursor's own), without the other tables' statement
+     * parts (a poke of one table costs about a primary-key read more than the scope:
+     * bench/README.md, feed-diff-tables). The device's cursor does not move — the other tables
+     * were not read — so a full diff later sends these rows again, as they are then, and a device
+     * takes them as it takes any upsert. Null, with nothing sent, when only the full diff can
+     * answer: the cursor is not this server's or from a snapshot not reached; the seat,
+     * configuration or time zone changed; the window moved; a visit was placed anew (its children
+     * are owed with it); or — with a `clientId` — the device's last processed mutation is not
+     * `ackedThrough` (its mutations applied meanwhile, over HTTP say: only a full diff answers for
+     * them). The caller then runs `stream`.
      */
-    async streamTable(userId: string, table: PokeTable, cursorText: string, since: string | null, now: Date, options: TableReadOptions, sink: Pick<FeedSink, 'change'>): Promise<TableFeedEnd | null> {
+    async streamTable(userId: string, tables: readonly FeedTable[], cursorText: string, since: string | null, now: Date, options: TableReadOptions, sink: Pick<FeedSink, 'change'>): Promise<TableFeedEnd | null> {
       const cursor = decodeCursor(cursorText);
       if (!cursor) return null;
       const timeZone = options.timeZone ?? DEFAULT_TIME_ZONE;
       const window = windowOf(now, timeZone);
       if (window.from !== cursor.windowFrom || window.to !== cursor.windowTo) return null;
       const from = since ?? cursor.snapshot;
-      const row = await runTableDiff(table, { user: userId, client: options.clientId ?? NO_CLIENT, from: window.from, to: window.to, since: from });
+      // The window is the cursor's: the visits it took in since (none) are not looked for.
+      const row = await runTableDiff(tables, { user: userId, client: options.clientId ?? NO_CLIENT, from: window.from, to: window.to, since: from, sinceFrom: window.from, sinceTo: window.to });
       if (!snapshotPrecedes(from, row.snapshot) || (row.time_zone ?? DEFAULT_TIME_ZONE) !== timeZone) return null;
       if (options.clientId !== undefined && Number(row.acked) !== options.ackedThrough) return null;
       const { hashes } = scopeAndHashes(userId, row);
       if (hashes.scope !== cursor.scope || hashes.config !== cursor.config) return null;
+      if (tables.includes('visits') && Number(row.placed_anew) !== 0) return null;
       const ordered: Built[] = [];
-      if (table === 'timer_events') for (const line of row.timer_events ? row.timer_events.split('\n') : []) ordered.push(build.lines.timer_events(line));
-      else for (const json of parseJson(row[table]) as Array<Record<string, unknown>>) ordered.push(build.rows[table](json));
+      for (const table of tables) {
+        if (isLineTable(table)) for (const line of row[table] ? row[table].split('\n') : []) ordered.push(build.lines[table](line));
+        else for (const json of parseJson(row[table]) as Array<Record<string, unknown>>) ordered.push(build.rows[table](json));
+      }
       ordered.sort((a, b) => a.version - b.version);
       for (const c of ordered) sink.change(c.json);
       return { count: ordered.length, snapshot: row.snapshot };
