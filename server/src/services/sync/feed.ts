@@ -127,6 +127,9 @@ const dialect = new PgDialect();
 /** postgres.js parses json columns; PGlite's text cast arrives as a string. */
 const parseJson = (value: unknown): unknown => (typeof value === 'string' ? JSON.parse(value) : value);
 
+/** The change lines a select returns (visits, timer events), one text. */
+const lines = (query: SQLWrapper): SQL<string | null> => sql<string | null>`(select string_agg(t.line, E'\n') from (${query}) t)`;
+
 /** One JSON array of the rows a select returns. */
 const agg = (query: SQLWrapper): SQL => sql`(select coalesce(json_agg(t), '[]'::json) from (${query}) t)`;
 
@@ -351,14 +354,12 @@ export function pokeTableOf(tableName: string): FeedTable | null {
 function diffFields() {
   const tables = tableQueries('diff', placeholder);
   const rows = Object.fromEntries(ROW_TABLES.map((t) => [t, sql<string>`${agg(tables[t])}::text`])) as Record<RowTable, SQL<string>>;
-  const lines = (query: SQLWrapper) => sql<string | null>`(select string_agg(t.line, E'\n') from (${query}) t)`;
   return { ...scopeFields(placeholder), ...rows, visits: lines(tables.visits), timer_events: lines(tables.timer_events) };
 }
 
 /** Some tables' diff (`streamTable`): the scope, those tables' rows read alone, and with visits whether one was placed anew. */
 function tablesDiffFields(tables: readonly FeedTable[]) {
   const queries = tableQueries('diff', placeholder, true);
-  const lines = (query: SQLWrapper) => sql<string | null>`(select string_agg(t.line, E'\n') from (${query}) t)`;
   const fields: Record<string, SQL> = { ...scopeFields(placeholder) };
   for (const table of FEED_TABLES) {
     if (!tables.includes(table)) continue;
