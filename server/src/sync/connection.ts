@@ -451,10 +451,10 @@ export class SyncConnection implements DraftPeer, HeldConnection {
    * answer (no cursor yet, or feed.ts `streamTable` declined), with nothing sent.
    */
   private async runTableFeed(tables: readonly FeedTable[]): Promise<boolean> {
+    // A socket's first run is full (`feedOwed` starts as every table): the cursor and, on
+    // protocol 2, the acked_through a table diff repeats are that run's.
     const cursor = this.cursor;
-    // Protocol 2's `synced` says through which mutation the rows have come: a table's diff
-    // repeats what the last full run said, so it needs one.
-    if (cursor === null || (this.protocol >= 2 && this.ackedThrough === null)) return false;
+    if (cursor === null) return false;
     const frames = new FeedFrames((frame) => void this.sendFeedFrame(frame));
     const options = { timeZone: this.timeZone, ...(this.ackedThrough !== null ? { clientId: this.clientId, ackedThrough: this.ackedThrough } : {}) };
     // From where the tables were last read together; else from the cursor (rows may come again).

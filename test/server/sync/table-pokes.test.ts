@@ -3,8 +3,9 @@
  * changes alone (feed.ts `streamTable`): over a real socket, a mileage write reaches the device
  * without moving its cursor, and `synced` repeats the last full run's acked_through, and a timer
  * event's two tables make one such run; the device's own mutation, a visit placed anew and a
- * reconnect from the unmoved cursor run the full diff, which sends the rows again as they now are. A table diff declines where only the
- * full diff can answer, and leaves the children of a visit placed anew to it.
+ * reconnect from the unmoved cursor run the full diff, which sends the rows again as they now
+ * are. A table diff declines where only the full diff can answer, and leaves the children of a
+ * visit placed anew to it.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
