@@ -5,7 +5,7 @@ import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../server/src/db/database.ts';
 import { forEachBackend, backends } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { helloSync } from '../helpers/sync-socket.ts';
+import { helloSync, nextFeed } from '../helpers/sync-socket.ts';
 import { registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { createPatient, scheduleVisit, utcClinician } from './visits/visit-fixtures.ts';
 
@@ -83,6 +83,30 @@ forEachBackend('metrics', (backend) => {
     assert.ok((sample(text, 'fieldchart_sync_feed_read_seconds_count') ?? 0) >= 1);
     socket.close();
     await eventually(async () => assert.equal(sample(await scrape(), 'fieldchart_sync_sockets'), 0));
+  });
+
+  test('feed reads by kind: the full diff, a poked table read alone, and a table read that declines', async () => {
+    const user = await utcClinician(server);
+    const patient = await createPatient(server, user);
+    const today = new Date().toISOString().slice(0, 10);
+    const visit = await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: today, start_time: '08:00' });
+    const reads = async (read: string) => sample(await scrape(), 'fieldchart_sync_feed_read_seconds_count', { read }) ?? 0;
+    const [full0, tables0, declined0] = [await reads('full'), await reads('tables'), await reads('declined')];
+    const { socket } = await helloSync(server, user.token, randomUUID(), null, 3);
+    await nextFeed(socket);
+    assert.equal(await reads('full'), full0 + 1, 'the first run is a full diff');
+    // Another writer's mileage: its poke names visit_mileage, read alone.
+    const put = await server.api('PUT', `/visit/${visit}/mileage`, { token: user.token, body: { total_miles: 4, recorded_at: new Date().toISOString() } });
+    assert.equal(put.status, 200);
+    await nextFeed(socket);
+    assert.equal(await reads('tables'), tables0 + 1, 'the mileage poke was read alone');
+    assert.equal(await reads('full'), full0 + 1, 'and no full diff ran for it');
+    // A visit new to the device brings its children: the table read declines, the full diff answers.
+    await scheduleVisit(server, user, { patient_uuid: patient.uuid, visit_date: today, start_time: '10:00' });
+    await nextFeed(socket);
+    assert.equal(await reads('declined'), declined0 + 1, 'the visits poke declined');
+    assert.equal(await reads('full'), full0 + 2, 'and the full diff followed');
+    socket.close();
   });
 
   test('a set lost and applied again one by one is counted once, after its transaction commits', async () => {

@@ -10,9 +10,15 @@ export interface SyncMetrics {
   observe(figures: { sockets(): number; queueDepth(): number }): void;
   /** A mutation judged: applied, refused (validation, conflict, not found), or parked as failed. */
   mutation(name: string, outcome: 'applied' | 'refused' | 'failed'): void;
-  /** One change-feed read (the database's time, and the building of its changes as they stream), and how many changes it found. */
-  feedRead(seconds: number, changes: number): void;
+  /**
+   * One change-feed read (the database's time, and the building of its changes as they stream)
+   * and how many changes it found: the full diff, a poked tables' diff, or a tables' diff that
+   * declined (the full diff follows it).
+   */
+  feedRead(seconds: number, changes: number, read: FeedRead): void;
 }
+
+export type FeedRead = 'full' | 'tables' | 'declined';
 
 /**
  * The batch applier, counting each mutation by name and outcome once its transaction has
@@ -31,8 +37,12 @@ export function meterBatches<A extends unknown[]>(
   };
 }
 
-/** A feed read, timed: database time and how many changes it found (counted without parsing them). */
+/**
+ * A feed read, timed: database time and how many changes it found (counted without parsing
+ * them). `kind`: the full diff, or a tables' diff — which answers null when it declines.
+ */
 export function meterFeed<A extends unknown[], R extends { readonly count: number } | null>(
+  kind: 'full' | 'tables',
   read: (...args: A) => Promise<R>,
   metrics: SyncMetrics | undefined,
 ): (...args: A) => Promise<R> {
@@ -40,8 +50,8 @@ export function meterFeed<A extends unknown[], R extends { readonly count: numbe
   return async (...args) => {
     const started = process.hrtime.bigint();
     const result = await read(...args);
-    // A table's diff that gave way to the full diff is not counted; the full diff is.
-    if (result) metrics.feedRead(Number(process.hrtime.bigint() - started) / 1e9, result.count);
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    metrics.feedRead(seconds, result?.count ?? 0, result ? kind : 'declined');
     return result;
   };
 }

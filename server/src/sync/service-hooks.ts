@@ -43,8 +43,8 @@ export function syncHooksOf(deps: {
     (device: MutationDevice, batch: readonly MutationMessage[]) => applyMutationBatch(services, runMutation, device, batch, log),
     deps.metrics,
   );
-  const readFeed = meterFeed(feed.stream.bind(feed), deps.metrics);
-  const readFeedTable = meterFeed(feed.streamTable.bind(feed), deps.metrics);
+  const readFeed = meterFeed('full', feed.stream.bind(feed), deps.metrics);
+  const readFeedTable = meterFeed('tables', feed.streamTable.bind(feed), deps.metrics);
 
   return {
     drafts,
