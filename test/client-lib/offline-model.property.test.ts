@@ -747,7 +747,9 @@ forEachBackend('offline client model', (backend) => {
           await tearDown(world);
         }
       }),
-      { numRuns, verbose: 1, endOnFailure: process.env.FC_SHRINK !== '1', ...replay },
+      // The failure's own error in the message: a race seen once under load must be diagnosable
+      // from the log of any reporter (TAP prints a message without its cause).
+      { numRuns, verbose: 1, endOnFailure: process.env.FC_SHRINK !== '1', includeErrorInReport: true, ...replay },
     );
     t.diagnostic(JSON.stringify(stats));
   });
