@@ -339,10 +339,11 @@ function tableQueries(mode: 'diff' | 'full', p: Param, alone = false) {
 type RowTable = 'patients' | 'patient_referrals' | 'soap_notes' | 'visit_mileage' | 'notifications' | 'ai_status';
 type LineTable = 'visits' | 'timer_events';
 const ROW_TABLES: readonly RowTable[] = ['patients', 'patient_referrals', 'soap_notes', 'visit_mileage', 'notifications', 'ai_status'];
+const LINE_TABLES: readonly LineTable[] = ['visits', 'timer_events'];
 
 /** A table of the feed: its new rows are one field of the diff. */
 export type FeedTable = RowTable | LineTable;
-export const FEED_TABLES: readonly FeedTable[] = [...ROW_TABLES, 'visits', 'timer_events'];
+export const FEED_TABLES: readonly FeedTable[] = [...ROW_TABLES, ...LINE_TABLES];
 
 /** The feed table a poke names (migration 0026: its trigger's table), or null for any other. */
 export function pokeTableOf(tableName: string): FeedTable | null {
@@ -350,23 +351,18 @@ export function pokeTableOf(tableName: string): FeedTable | null {
   return (FEED_TABLES as readonly string[]).includes(table) ? (table as FeedTable) : null;
 }
 
-/** The diff: the scope and every table's new rows in one statement (one JSON array, or one text of lines, per table). */
-function diffFields() {
-  const tables = tableQueries('diff', placeholder);
-  const rows = Object.fromEntries(ROW_TABLES.map((t) => [t, sql<string>`${agg(tables[t])}::text`])) as Record<RowTable, SQL<string>>;
-  return { ...scopeFields(placeholder), ...rows, visits: lines(tables.visits), timer_events: lines(tables.timer_events) };
-}
-
-/** Some tables' diff (`streamTable`): the scope, those tables' rows read alone, and with visits whether one was placed anew. */
-function tablesDiffFields(tables: readonly FeedTable[]) {
-  const queries = tableQueries('diff', placeholder, true);
-  const fields: Record<string, SQL> = { ...scopeFields(placeholder) };
-  for (const table of FEED_TABLES) {
-    if (!tables.includes(table)) continue;
-    fields[table] = isLineTable(table) ? lines(queries[table]) : sql<string>`${agg(queries[table])}::text`;
-  }
-  if (tables.includes('visits')) fields.placed_anew = queries.placedAnew;
-  return fields;
+/**
+ * A diff's fields: the scope and each of `tables`' new rows (one JSON array, or one text of
+ * lines, per table). `alone` (`streamTable`): those tables' rows read by themselves, and with
+ * visits whether one was placed anew (its children are then the full diff's to send).
+ */
+function diffFields(tables: readonly FeedTable[] = FEED_TABLES, alone = false) {
+  const queries = tableQueries('diff', placeholder, alone);
+  const read = <T extends FeedTable>(of: readonly T[]) => of.filter((t) => tables.includes(t));
+  const rows = Object.fromEntries(read(ROW_TABLES).map((t) => [t, sql<string>`${agg(queries[t])}::text`])) as Record<RowTable, SQL<string>>;
+  const lineFields = Object.fromEntries(read(LINE_TABLES).map((t) => [t, lines(queries[t])])) as Record<LineTable, SQL<string | null>>;
+  const placed: { placed_anew?: SQL<number> } = alone && tables.includes('visits') ? { placed_anew: queries.placedAnew } : {};
+  return { ...scopeFields(placeholder), ...rows, ...lineFields, ...placed };
 }
 
 /**
@@ -376,14 +372,12 @@ function tablesDiffFields(tables: readonly FeedTable[]) {
  * bench/feed-diff-tables.ts measures what a statement of fewer tables would cost a poke.
  */
 export function diffQuery(tables: readonly FeedTable[] = FEED_TABLES): { sql: string; params: unknown[] } {
-  const fields = diffFields();
-  const kept = Object.fromEntries(Object.entries(fields).filter(([key]) => !(FEED_TABLES as readonly string[]).includes(key) || (tables as readonly string[]).includes(key)));
-  return foldPlaceholders(dialect.sqlToQuery(qb.select(named(kept)).from(ONE).getSQL()));
+  return foldPlaceholders(dialect.sqlToQuery(qb.select(named(diffFields(tables))).from(ONE).getSQL()));
 }
 
 /** Some poked tables' diff (`streamTable`): the scope and those tables' rows, read alone. */
 export function tableDiffQuery(tables: readonly FeedTable[]): { sql: string; params: unknown[] } {
-  return foldPlaceholders(dialect.sqlToQuery(qb.select(named(tablesDiffFields(tables))).from(ONE).getSQL()));
+  return foldPlaceholders(dialect.sqlToQuery(qb.select(named(diffFields(tables, true))).from(ONE).getSQL()));
 }
 
 /**
@@ -404,7 +398,8 @@ function named<F extends Record<string, SQL>>(fields: F) {
 
 type Statement<F extends Record<string, SQL>> = { [K in keyof F]: F[K]['_']['type'] };
 type ScopeRow = Statement<ReturnType<typeof scopeFields>>;
-type DiffRow = Statement<ReturnType<typeof diffFields>>;
+/** The full diff's row (`placed_anew` is a tables' diff's only). */
+type DiffRow = Statement<Omit<ReturnType<typeof diffFields>, 'placed_anew'>>;
 /** Some tables' diff: the scope, those tables' fields, and with visits whether one was placed anew. */
 type TableDiffRow = Omit<DiffRow, FeedTable> & Partial<Pick<DiffRow, FeedTable>> & { readonly placed_anew?: number | string };
 
