@@ -155,29 +155,43 @@ class RecordTimer implements Cmd {
     if (next === -1) return;
     const base = w.timerBase.get(visitId) as number;
     const at = (k: number) => base + 10 * k * MIN + (this.mode === 'jitter' ? this.jitter * MIN : 0);
-    let events: Array<{ type: Step; time: number }>;
+    // 'invalid': a step whose predecessor the device does not have, refused here and never queued.
+    const invalid = this.mode === 'invalid';
+    if (invalid && next + 1 >= STEPS.length) return;
+    const steps = invalid ? [STEPS[next + 1] as Step] : STEPS.slice(next, next + this.count);
+    const events = steps.map((s) => ({ type: s, time: at(STEPS.indexOf(s)) }));
+    // Acks may settle other writes meanwhile, so the pending count is no measure: every queued
+    // write announces itself (change 'write'), and a refused one must not.
+    let queued = 0;
+    const off = client.sync.on('change', (c) => {
+      if (c.reason === 'write') queued++;
+    });
     let mutationId: number;
-    if (this.mode === 'invalid') {
-      // A step whose predecessor the device does not have: refused here, never queued.
-      if (next + 1 >= STEPS.length) return;
-      events = [{ type: STEPS[next + 1] as Step, time: at(next + 1) }];
-      // Acks may settle other writes meanwhile, so the pending count is no measure: every queued
-      // write announces itself (change 'write'), and this one must not.
-      let queued = 0;
-      const off = client.sync.on('change', (c) => {
-        if (c.reason === 'write') queued++;
-      });
-      try {
-        ({ mutationId } = await client.visits.recordTimerEvents(visitId, events.map((e) => ev(e.type, e.time))));
-      } catch (err) {
+    try {
+      ({ mutationId } = await client.visits.recordTimerEvents(visitId, events.map((e) => ev(e.type, e.time))));
+    } catch (err) {
+      if (invalid) {
         assert.ok(err instanceof InvalidWriteError, String(err));
         assert.equal(err.code, 'invalid_timer_sequence');
         assert.equal(queued, 0, 'a refused write is not queued');
-        m.localRefusals++;
-        return;
-      } finally {
-        off();
+      } else {
+        // The device's copy of the visit may change between the read above and the write:
+        // another device's events reach it through the feed, or the server refuses one of its
+        // own earlier writes and the device rolls that write back (the step before this one is
+        // gone). The device then refuses the write by the same rule the server would. Only a
+        // refusal that the visit as it is now explains — its next missing step is no longer
+        // this write's first — is one the model accepts.
+        const now = await client.visits.get(visitId);
+        const haveNow = new Set(now?.timer_events.map((e) => e.event_type));
+        const moved = STEPS.findIndex((s) => !haveNow.has(s)) !== next;
+        if (!(err instanceof InvalidWriteError) || err.code !== 'invalid_timer_sequence' || !moved) throw err;
       }
+      m.localRefusals++;
+      return;
+    } finally {
+      off();
+    }
+    if (invalid) {
       // Accepted: right only if the missing step reached the device between the read above and
       // the write (another device's event through the feed), which makes this one the next.
       const now = await client.visits.get(visitId);
@@ -185,25 +199,6 @@ class RecordTimer implements Cmd {
         now?.timer_events.some((e) => e.event_type === STEPS[next]),
         `${STEPS[next + 1]} accepted without ${STEPS[next]} on the device`,
       );
-    } else {
-      const steps = STEPS.slice(next, next + this.count);
-      events = steps.map((s) => ({ type: s, time: at(STEPS.indexOf(s)) }));
-      try {
-        ({ mutationId } = await client.visits.recordTimerEvents(visitId, events.map((e) => ev(e.type, e.time))));
-      } catch (err) {
-        // The device's copy of the visit may change between the read above and the write: another
-        // device's events reach it through the feed, or the server refuses one of its own earlier
-        // writes and the device rolls that write back (the step before this one is gone). The
-        // device then refuses the write by the same rule the server would. Only a refusal that
-        // the visit as it is now explains — its next missing step is no longer this write's
-        // first — is one the model accepts.
-        const now = await client.visits.get(visitId);
-        const haveNow = new Set(now?.timer_events.map((e) => e.event_type));
-        const moved = STEPS.findIndex((s) => !haveNow.has(s)) !== next;
-        if (!(err instanceof InvalidWriteError) || err.code !== 'invalid_timer_sequence' || !moved) throw err;
-        m.localRefusals++;
-        return;
-      }
     }
     const writes = m.timerWrites.get(visitId) ?? [];
     writes.push({ device: this.d, mutationId, events });

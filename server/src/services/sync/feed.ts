@@ -691,7 +691,7 @@ export function createFeed(deps: FeedDeps) {
 }
 
 type FullRow = { readonly table: RowTable | LineTable; readonly line: string };
-const isLineTable = (table: string): table is LineTable => table === 'visits' || table === 'timer_events';
+const isLineTable = (table: string): table is LineTable => (LINE_TABLES as readonly string[]).includes(table);
 
 /** The `organization_config` row: sent with every full read, and with a diff when the configuration changed. */
 function configChange(userId: string, scope: Omit<FeedScope, 'timeZone'>): Change {
