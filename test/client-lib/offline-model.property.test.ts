@@ -107,13 +107,19 @@ interface World {
   readonly acked: Set<string>;
   /** Refused writes that reached no rejection list (the known lost-reject bug). */
   readonly silentlyDropped: string[];
+  /** Per device: its last status changes, for a sync that never settles (see {@link synced}). */
+  readonly traces: string[][];
 }
 
 /** Follows what a device goes through: welcomes, acks received, 4401s (for the run's summary). */
 function watch(w: World, index: number, client: FieldchartClient): void {
   let last: unknown = null;
   let connected = client.sync.status.connected;
+  const trace = (w.traces[index] ??= []);
+  const started = Date.now();
   client.sync.on('status', (s) => {
+    trace.push(`+${Date.now() - started}ms ${s.connected ? 'on' : 'off'}${s.uploading ? ' up' : ''}${s.downloading ? ' down' : ''}${s.current ? ' current' : ''} pending=${s.pending}${s.lastError ? ` err=${s.lastError.code}` : ''}${s.halted ? ` halted=${s.halted}` : ''}`);
+    if (trace.length > 60) trace.splice(0, trace.length - 60);
     if (s.lastError !== last && s.lastError?.code === 'unauthorized') w.unauthorized++;
     last = s.lastError;
     if (s.connected && !connected) w.connects[index] = (w.connects[index] ?? 0) + 1;
@@ -122,7 +128,21 @@ function watch(w: World, index: number, client: FieldchartClient): void {
   // A `{duplicate: true}` ack is an applied write too: a refused one is answered by its reject.
   client.sync.on('ack', (a) => {
     w.acked.add(`${index}:${a.mutationId}`);
+    trace.push(`+${Date.now() - started}ms ack ${a.mutationId} ${a.name}`);
   });
+  client.sync.on('change', (c) => {
+    if (c.reason !== 'write') trace.push(`+${Date.now() - started}ms change ${c.reason}`);
+  });
+}
+
+/** A device's whenSynced; a timeout says what the device went through before it. */
+async function synced(w: World, d: Device): Promise<void> {
+  try {
+    await d.client.sync.whenSynced(WAIT);
+  } catch (e) {
+    const trace = (w.traces[d.index] ?? []).join('\n    ');
+    throw new Error(`d${d.index}: ${(e as Error).message}\n  its last status changes (since it opened):\n    ${trace}`, { cause: e });
+  }
 }
 
 /**
@@ -363,7 +383,7 @@ class ExpireTokens implements Cmd {
 class Check implements Cmd {
   check = () => true;
   async run(m: Model, w: World) {
-    for (const d of w.devices) if (m.online[d.index]) await d.client.sync.whenSynced(WAIT);
+    for (const d of w.devices) if (m.online[d.index]) await synced(w, d);
     for (const d of w.devices) {
       if (m.online[d.index]) assert.equal(d.client.sync.status.pending, 0);
       const local = new Set((await d.client.patients.list()).map((p) => p.uuid));
@@ -529,7 +549,7 @@ async function finalCheck(m: Model, w: World): Promise<void> {
   };
 
   // Everyone uploads; then every device shows exactly what the server holds.
-  for (const d of w.devices) await d.client.sync.whenSynced(WAIT);
+  for (const d of w.devices) await synced(w, d);
   await eventually(async () => {
     for (const d of w.devices) {
       assert.equal(d.client.sync.status.pending, 0, `d${d.index} outbox empty`);
@@ -660,7 +680,7 @@ forEachBackend('offline client model', (backend) => {
       assert.equal(r.status, 200, JSON.stringify(r.body));
       visits.push(r.body.data.uuid);
     }
-    const world: World = { server, clock, user, devices: [], timerBase: new Map(visits.map((v) => [v, Date.parse(`${date}T08:00:00.000Z`)])), mileageBase: Date.parse(`${date}T12:00:00.000Z`), unauthorized: 0, connects: Array(devices).fill(0), refreshDue: Array(devices).fill(null), acked: new Set(), silentlyDropped: [] };
+    const world: World = { server, clock, user, devices: [], timerBase: new Map(visits.map((v) => [v, Date.parse(`${date}T08:00:00.000Z`)])), mileageBase: Date.parse(`${date}T12:00:00.000Z`), unauthorized: 0, connects: Array(devices).fill(0), refreshDue: Array(devices).fill(null), acked: new Set(), silentlyDropped: [], traces: [] };
     const opened = await Promise.all(
       Array.from({ length: devices }, async (_, index) => {
         const proxy = await startTcpProxy(server.url);
@@ -674,7 +694,7 @@ forEachBackend('offline client model', (backend) => {
     world.devices.push(...opened);
     for (const d of world.devices) {
       watch(world, d.index, d.client);
-      await d.client.sync.whenSynced(WAIT);
+      await synced(world, d);
     }
     const model: Model = {
       devices,

@@ -34,7 +34,7 @@ import { draftName, scheduleUuidOfDraft, SOAP_SECTIONS } from '../sync/drafts.ts
 import { syncSignals } from '../sync/engine-parts.ts';
 import { SyncEngine, type SyncEvents } from '../sync/sync-engine.ts';
 import { deviceOwnerFor, unsyncedWork } from '../sync/device-data.ts';
-import type { SyncStatus } from '../sync/status.ts';
+import { describeStatus, type SyncStatus } from '../sync/status.ts';
 import { LocalNotFoundError, NotSignedInError, OutboxNotEmptyError, PlanDayError } from './errors.ts';
 import { planDayFrom } from '../model/plan-day.ts';
 import { checkNote, checklistItems, noteText } from '../model/visit-checklist.ts';
@@ -318,7 +318,9 @@ function buildClient(db: LocalDb, engine: SyncEngine, options: FieldchartClientO
         if (opts.timeoutMs === undefined) return wait;
         let timer: ReturnType<typeof setTimeout> | undefined;
         const timeout = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`not synced within ${opts.timeoutMs} ms`)), opts.timeoutMs);
+          // Where the device stood says why it did not get there (flags, counts and an error
+          // code: nothing of a patient's).
+          timer = setTimeout(() => reject(new Error(`not synced within ${opts.timeoutMs} ms: ${describeStatus(engine.status)}`)), opts.timeoutMs);
         });
         try {
           await Promise.race([wait, timeout]);

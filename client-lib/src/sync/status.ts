@@ -88,3 +88,12 @@ export class StatusStore {
     this.fail(failureCode(err, fallback), err instanceof Error ? err.message : String(err));
   }
 }
+
+/**
+ * A status in one line for an error or a log: its flags, counts and error code, never a
+ * message (a server's or a storage error's text may quote what the user wrote).
+ */
+export function describeStatus(s: SyncStatus): string {
+  const flags = (['signedIn', 'connected', 'uploading', 'downloading', 'current'] as const).map((k) => `${k}=${s[k]}`);
+  return [...flags, `pending=${s.pending}`, `failed=${s.failed}`, `lastError=${s.lastError?.code ?? 'none'}`, `halted=${s.halted ?? 'no'}`].join(' ');
+}
