@@ -22,7 +22,14 @@ export interface TcpProxy {
    * answers. `null` lets new requests through again and drops the held connections.
    */
   stall(holds: ((chunk: Buffer) => boolean) | null): void;
-  /** Connections held by `stall` so far. */
+  /**
+   * A network that holds a request and lets it go later: from the first chunk a client sends
+   * that `holds` picks, that connection's bytes toward the server wait, until `release()`
+   * sends them on in order and lets the rest through (a slow path, not a lost one).
+   */
+  delay(holds: ((chunk: Buffer) => boolean) | null): void;
+  release(): void;
+  /** Connections held by `stall` or `delay` so far. */
   readonly stalled: number;
   /** When (`Date.now()`) each connection through the proxy reached its target, in order. */
   readonly reached: readonly number[];
@@ -53,6 +60,8 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
   const pairs = new Set<Pair>();
   const held = new Set<Pair>();
   let holds: ((chunk: Buffer) => boolean) | null = null;
+  const waiting = new Map<Pair, Buffer[]>();
+  let delays: ((chunk: Buffer) => boolean) | null = null;
   let stalled = 0;
   const reached: number[] = [];
   let cut = false;
@@ -71,11 +80,19 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
         held.add(pair);
         stalled++;
       }
-      return !held.has(pair);
+      if (held.has(pair)) return false;
+      const queued = waiting.get(pair);
+      if (queued) queued.push(chunk);
+      else if (delays?.(chunk)) {
+        waiting.set(pair, [chunk]);
+        stalled++;
+      }
+      return !waiting.has(pair);
     };
     relay(client, upstream, () => {
       pairs.delete(pair);
       held.delete(pair);
+      waiting.delete(pair);
     }, pass);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -108,6 +125,14 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
         p.upstream.destroy();
       }
       held.clear();
+    },
+    delay(next) {
+      delays = next;
+    },
+    release() {
+      delays = null;
+      for (const [p, chunks] of waiting) for (const chunk of chunks) p.upstream.write(chunk);
+      waiting.clear();
     },
     get stalled() {
       return stalled;

@@ -35,7 +35,8 @@ export function socketCarrier(conn: Connection, settleAfter: (duplicate: boolean
 /**
  * `POST /sync/mutations` under the install's client id as it is when the request leaves (a
  * re-keyed outbox goes on under its new one). An ack here settles at the next socket's first
- * `synced`, whose feed run began after it.
+ * `synced`, whose feed run began after it — or, when the answer comes after a socket was
+ * welcomed, at the `synced` of the full run the server's poke of that request starts.
  */
 export function httpCarrier(rest: RestClient, clientId: () => Promise<string>, onRefused: (err: unknown) => void = () => {}): Carrier {
   return {

@@ -27,8 +27,9 @@ export class FeedReceiver {
   private ackedThrough = false;
   /**
    * The highest `acked_through` this socket has brought: an answer that arrives after it (an
-   * HTTP request still in flight when the socket was welcomed) settles against it at once —
-   * no later `synced` need ever come on a quiet server.
+   * HTTP request still in flight when the socket was welcomed) settles against it at once if
+   * it covers it; if the request committed after that run, the server's poke of it starts a
+   * run whose `synced` does (docs/sync-protocol.md, Versioning).
    */
   private socketAckedThrough: number | null = null;
 

@@ -49,6 +49,7 @@ export const syncRoutes: FastifyPluginAsyncZod<{ hub: SyncHub; hooks: SyncHooks 
         requestIdPrefix: String(req.id),
         protocol: req.body.protocol ?? 1,
         linkSession: true,
+        answeredOverHttp: true,
       };
       const batch = req.body.mutations.map((m) => ({ type: 'mutation' as const, ...m }));
       let outcome: BatchOutcome;

@@ -84,6 +84,24 @@ forEachBackend('sync acked_through (protocol 2)', (backend) => {
     again.socket.close();
   });
 
+  test('mutations answered over HTTP while the socket is open get a synced with acked_through on it, also when they change nothing', async () => {
+    // The device's HTTP request was still out when its socket was welcomed (the client lets it
+    // finish): the answer comes back over HTTP after the socket's first run. A refusal writes
+    // no row, so no table notification would run the socket's feed again.
+    const user = await utcClinician(server);
+    const clientId = randomUUID();
+    const { socket } = await helloSync(server, user.token, clientId, null, { protocol: 2 });
+    assert.equal((await nextFeed(socket)).synced.acked_through, 0);
+    const res = await server.api('POST', '/sync/mutations', {
+      token: user.token,
+      body: { client_id: clientId, protocol: 2, mutations: [{ mutation_id: 3, name: 'no.such_mutation', args: {}, client_time: new Date().toISOString() }] },
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.data.results[0].type, 'reject');
+    await socket.next('synced', (m) => m.acked_through === 3);
+    socket.close();
+  });
+
   test('acked_through follows another device’s write of the same user only for this device’s own ids', async () => {
     const user = await utcClinician(server);
     const mine = await helloSync(server, user.token, randomUUID(), null, { protocol: 2 });

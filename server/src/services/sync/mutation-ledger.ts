@@ -28,6 +28,7 @@ import { safeError } from '../../log-safety.ts';
 import type { Db } from '../../db/database.ts';
 import type { Services } from '../index.ts';
 import type { SessionState } from '../auth/sessions.ts';
+import { SYNC_CHANNELS } from './channels.ts';
 import { linkSession } from './devices.ts';
 import type { MutationRunner } from './mutation-runner.ts';
 import { recordsetShape } from '../../db/recordset.ts';
@@ -69,6 +70,15 @@ export interface MutationDevice {
    * said hello is known only here), so that revoking the device ends the session too.
    */
   readonly linkSession?: boolean;
+  /**
+   * Answered outside the socket (POST /sync/mutations): the device's open socket, if it has
+   * one, must still get a `synced` whose acked_through covers what this batch processed. A
+   * write pokes it through its table's notification, but a refusal, a parked mutation or an
+   * event the server already held writes no row — and a quiet server would then never send one,
+   * leaving the device's acknowledged entry waiting (its `whenSynced` with it). So the owner is
+   * poked at commit, for a full run.
+   */
+  readonly answeredOverHttp?: boolean;
 }
 
 /** What became of one mutation this batch processed for the first time (for /metrics). */
@@ -327,6 +337,7 @@ async function applyInTransaction(
       where user_id = ${device.userId}::uuid and client_id = ${device.clientId}::uuid`);
     if (unwritten.length > 0) await asSetFailure(() => settled([...unwritten.splice(0).map((plan) => plan.write()), ledger]));
     else await ledger;
+    if (device.answeredOverHttp && processed.length > 0) await tx.execute(sql`select pg_notify(${SYNC_CHANNELS.data}, ${device.userId})`);
     return { kind: 'applied', replies, lastMutationId: last, retryFrom, judged: judgedNow };
   });
 }
