@@ -40,12 +40,13 @@ forEachBackend('offline client: a hung HTTP upload does not hold the socket that
   });
   after(() => server.close());
 
-  test('websockets come back while POST /sync/mutations hangs: the socket takes the outbox after the grace, every write once', async (t) => {
-    const user = await registerUser(server);
-    // Two paths out, as a network with a proxy that sometimes strips upgrades has: HTTP, and
-    // the websocket, each through a proxy of its own.
-    const http: TcpProxy = await startTcpProxy(server.url);
-    const ws: TcpProxy = await startTcpProxy(server.url);
+  /**
+   * A signed-in, synced device with two paths out, as a network with a proxy that sometimes
+   * strips upgrades has: HTTP, and the websocket, each through a proxy of its own.
+   */
+  async function twoPathClient(user: { email: string; password: string }): Promise<{ client: FieldchartClient; http: TcpProxy; ws: TcpProxy }> {
+    const http = await startTcpProxy(server.url);
+    const ws = await startTcpProxy(server.url);
     let client: FieldchartClient | null = null;
     after(async () => {
       await client?.close().catch(() => undefined);
@@ -61,11 +62,17 @@ forEachBackend('offline client: a hung HTTP upload does not hold the socket that
     });
     await client.signIn({ email: user.email, password: user.password });
     await client.sync.whenSynced({ timeoutMs: 30_000 });
+    return { client, http, ws };
+  }
+
+  test('websockets come back while POST /sync/mutations hangs: the socket takes the outbox after the grace, every write once', async (t) => {
+    const user = await registerUser(server);
+    const { client, http, ws } = await twoPathClient(user);
 
     // Websockets blocked: the device queues writes and takes up HTTP, whose upload hangs.
     http.stall(isMutationsPost);
     ws.cut();
-    await eventually(() => assert.equal(client?.sync.status.connected, false, 'the socket is gone'), { timeoutMs: 30_000 });
+    await eventually(() => assert.equal(client.sync.status.connected, false, 'the socket is gone'), { timeoutMs: 30_000 });
     const uuids: string[] = [];
     for (let i = 0; i < WRITES; i++) uuids.push((await client.patients.create({ first_name: `Handover${i}`, last_name: 'Test' })).uuid);
     await eventually(() => assert.ok(http.stalled > 0, 'an upload over HTTP is on its way'), { timeoutMs: 30_000 });
@@ -90,24 +97,7 @@ forEachBackend('offline client: a hung HTTP upload does not hold the socket that
     const { uuid: patient } = await createPatient(server, user);
     const day = new Date().toISOString().slice(0, 10);
     const visit = await scheduleVisit(server, user, { patient_uuid: patient, visit_date: day, start_time: '09:00' });
-    const http: TcpProxy = await startTcpProxy(server.url);
-    const ws: TcpProxy = await startTcpProxy(server.url);
-    let client: FieldchartClient | null = null;
-    after(async () => {
-      await client?.close().catch(() => undefined);
-      await http.close();
-      await ws.close();
-    });
-    client = await createFieldchartClient({
-      baseUrl: http.url,
-      syncUrl: `${ws.url.replace(/^http/, 'ws')}${API}/sync`,
-      dataDir: tempDataDir(),
-      pglite: { loadDataDir: await emptyDeviceImage() },
-      backoff: { initialMs: 40, maxMs: 200 },
-    });
-    await client.signIn({ email: user.email, password: user.password });
-    await client.sync.whenSynced({ timeoutMs: 30_000 });
-    const c = client;
+    const { client: c, http, ws } = await twoPathClient(user);
 
     // Websockets blocked; another device of the clinician records start_travel meanwhile, and
     // this one records the same event: on the server it is already there, no row changes.
