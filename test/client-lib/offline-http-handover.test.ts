@@ -8,6 +8,8 @@
  * And an exchange that is only slow, answered within the grace after the socket's first feed
  * run: the device is synced once it is answered, also when its write changed no row on the
  * server (found by the offline model: the device waited for ever for a `synced` covering it).
+ * And one that fails: the status says nothing is uploading while the device waits to try again
+ * (it said `uploading` until something else changed it).
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -124,5 +126,25 @@ forEachBackend('offline client: a hung HTTP upload does not hold the socket that
     assert.equal(local?.timer_events.length, 1, 'one start_travel');
     assert.equal(remote.timer_events.length, 1);
     assert.equal(new Date(local?.updated_at ?? 0).toISOString(), new Date(remote.updated_at).toISOString(), 'the device reads the server’s row');
+  });
+  test('a failed upload over HTTP leaves nothing in flight: the status stops saying uploading while the device waits to try again', async () => {
+    const user = await registerUser(server);
+    const { client, http, ws } = await twoPathClient(user);
+    ws.cut();
+    await eventually(() => assert.equal(client.sync.status.connected, false, 'the socket is gone'), { timeoutMs: 30_000 });
+    http.cut();
+    const failures: boolean[] = [];
+    let last = client.sync.status.lastError;
+    const off = client.sync.on('status', (s) => {
+      if (s.lastError !== last && s.lastError?.code === 'upload') failures.push(s.uploading);
+      last = s.lastError;
+    });
+    await client.patients.create({ first_name: 'Wait', last_name: 'Ing' });
+    await eventually(() => assert.ok(failures.length >= 3, 'three sends failed'), { timeoutMs: 30_000 });
+    off();
+    assert.deepEqual(failures, failures.map(() => false), 'each failure is shown with nothing uploading');
+    http.restore();
+    ws.restore();
+    await client.sync.whenSynced({ timeoutMs: 30_000 });
   });
 });

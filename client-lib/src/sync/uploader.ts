@@ -290,6 +290,8 @@ export class Uploader {
     } catch (err) {
       if (this.carrier === carrier) {
         this.unsend(batch);
+        // Nothing of it is out now: the app is not shown an upload while the device waits to try again.
+        this.opts.status.patch({ uploading: this.inflight.size > 0 });
         this.opts.status.fail(failureCode(err, 'upload'), err instanceof Error ? err.message : String(err));
         this.pause(this.backoff.next());
       }
