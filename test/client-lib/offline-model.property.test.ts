@@ -107,19 +107,26 @@ interface World {
   readonly acked: Set<string>;
   /** Refused writes that reached no rejection list (the known lost-reject bug). */
   readonly silentlyDropped: string[];
-  /** Per device: its last status changes, for a sync that never settles (see {@link synced}). */
+  /** Per device: its last status changes, acks and feed units, for a sync that never settles (see {@link synced}). */
   readonly traces: string[][];
 }
 
-/** Follows what a device goes through: welcomes, acks received, 4401s (for the run's summary). */
+/**
+ * Follows what a device goes through: welcomes, acks received, 4401s (for the run's summary),
+ * and a trace of its last status changes, acks and feed units, the time counted from each open.
+ */
 function watch(w: World, index: number, client: FieldchartClient): void {
   let last: unknown = null;
   let connected = client.sync.status.connected;
   const trace = (w.traces[index] ??= []);
+  if (trace.length > 0) trace.push('(the app opened again)');
   const started = Date.now();
-  client.sync.on('status', (s) => {
-    trace.push(`+${Date.now() - started}ms ${s.connected ? 'on' : 'off'}${s.uploading ? ' up' : ''}${s.downloading ? ' down' : ''}${s.current ? ' current' : ''} pending=${s.pending}${s.lastError ? ` err=${s.lastError.code}` : ''}${s.halted ? ` halted=${s.halted}` : ''}`);
+  const note = (line: string) => {
+    trace.push(`+${Date.now() - started}ms ${line}`);
     if (trace.length > 60) trace.splice(0, trace.length - 60);
+  };
+  client.sync.on('status', (s) => {
+    note(`${s.connected ? 'on' : 'off'}${s.uploading ? ' up' : ''}${s.downloading ? ' down' : ''}${s.current ? ' current' : ''} pending=${s.pending}${s.lastError ? ` err=${s.lastError.code}` : ''}${s.halted ? ` halted=${s.halted}` : ''}`);
     if (s.lastError !== last && s.lastError?.code === 'unauthorized') w.unauthorized++;
     last = s.lastError;
     if (s.connected && !connected) w.connects[index] = (w.connects[index] ?? 0) + 1;
@@ -128,10 +135,10 @@ function watch(w: World, index: number, client: FieldchartClient): void {
   // A `{duplicate: true}` ack is an applied write too: a refused one is answered by its reject.
   client.sync.on('ack', (a) => {
     w.acked.add(`${index}:${a.mutationId}`);
-    trace.push(`+${Date.now() - started}ms ack ${a.mutationId} ${a.name}`);
+    note(`ack ${a.mutationId} ${a.name}`);
   });
   client.sync.on('change', (c) => {
-    if (c.reason !== 'write') trace.push(`+${Date.now() - started}ms change ${c.reason}`);
+    if (c.reason !== 'write') note(`change ${c.reason}`);
   });
 }
 
@@ -141,7 +148,7 @@ async function synced(w: World, d: Device): Promise<void> {
     await d.client.sync.whenSynced(WAIT);
   } catch (e) {
     const trace = (w.traces[d.index] ?? []).join('\n    ');
-    throw new Error(`d${d.index}: ${(e as Error).message}\n  its last status changes (since it opened):\n    ${trace}`, { cause: e });
+    throw new Error(`d${d.index}: ${(e as Error).message}\n  its last status changes, acks and feed units (ms since the app opened):\n    ${trace}`, { cause: e });
   }
 }
 
