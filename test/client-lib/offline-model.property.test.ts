@@ -35,6 +35,7 @@ import * as encoding from 'lib0/encoding';
 import { readSyncMessage, writeSyncStep1 } from 'y-protocols/sync';
 import * as Y from 'yjs';
 import { InvalidWriteError, type FieldchartClient, type Visit } from '../../client-lib/src/index.ts';
+import { describeStatus } from '../../client-lib/src/sync/status.ts';
 import { forEachBackend } from '../helpers/backends.ts';
 import { manualClock } from '../helpers/clock.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -126,7 +127,7 @@ function watch(w: World, index: number, client: FieldchartClient): void {
     if (trace.length > 60) trace.splice(0, trace.length - 60);
   };
   client.sync.on('status', (s) => {
-    note(`${s.connected ? 'on' : 'off'}${s.uploading ? ' up' : ''}${s.downloading ? ' down' : ''}${s.current ? ' current' : ''} pending=${s.pending}${s.lastError ? ` err=${s.lastError.code}` : ''}${s.halted ? ` halted=${s.halted}` : ''}`);
+    note(describeStatus(s));
     if (s.lastError !== last && s.lastError?.code === 'unauthorized') w.unauthorized++;
     last = s.lastError;
     if (s.connected && !connected) w.connects[index] = (w.connects[index] ?? 0) + 1;
