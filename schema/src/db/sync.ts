@@ -113,23 +113,34 @@ export const syncRejections = pgTable(
 );
 
 /**
- * What each processed mutation said, per device: the sha256 of the canonical JSON of its name
- * and arguments. A replayed id whose content differs was sent by another install with the same
- * client id (a restored backup, a cloned phone) and is answered `conflict` on protocol 2
- * (docs/sync-protocol.md, Versioning). Only a hash: no argument values. Purged with
- * `sync_rejections`, after 30 days; an id with no digest left is answered as a duplicate.
+ * What each processed mutation said, per device and per batch that processed it: the sha256 of
+ * the canonical JSON of each one's name and arguments. A replayed id whose content differs was
+ * sent by another install with the same client id (a restored backup, a cloned phone) and is
+ * answered `conflict` on protocol 2 (docs/sync-protocol.md, Versioning). Only hashes: no
+ * argument values. One row per batch, not per mutation: a device draining its outbox writes a
+ * thousand digests in one row (a row each, with their index entries and foreign-key checks,
+ * was about a fifteenth of a drain). Purged with `sync_rejections`, after 30 days; an id with no
+ * digest left is answered as a duplicate.
  */
-export const syncMutationDigests = pgTable(
-  'sync_mutation_digests',
+export const syncMutationDigestRuns = pgTable(
+  'sync_mutation_digest_runs',
   {
     userId: uuid('user_id')
       .notNull()
       .references(() => users.id, { onDelete: 'cascade' }),
     clientId: uuid('client_id').notNull(),
-    mutationId: bigint('mutation_id', { mode: 'number' }).notNull(),
-    /** Hex sha256 of the canonical JSON (keys sorted at every depth) of `{ name, args }`. */
-    digest: text('digest').notNull(),
+    /** The batch's first and last processed ids: the runs of a device never overlap. */
+    firstMutationId: bigint('first_mutation_id', { mode: 'number' }).notNull(),
+    lastMutationId: bigint('last_mutation_id', { mode: 'number' }).notNull(),
+    /** The ids the batch processed, rising. */
+    mutationIds: bigint('mutation_ids', { mode: 'number' }).array().notNull(),
+    /**
+     * Their digests in the same order, one after the other: each the hex sha256 (64 characters)
+     * of the canonical JSON (keys sorted at every depth) of `{ name, args }`.
+     */
+    digests: text('digests').notNull(),
     createdAt: createdAt(),
   },
-  (t) => [primaryKey({ columns: [t.userId, t.clientId, t.mutationId] }), index('sync_mutation_digests_created_idx').on(t.createdAt)],
+  (t) => [primaryKey({ columns: [t.userId, t.clientId, t.firstMutationId] }), index('sync_mutation_digest_runs_created_idx').on(t.createdAt)],
 );
+

@@ -10,7 +10,7 @@ import {
   refreshTokens,
   sessions,
   soapNotes,
-  syncMutationDigests,
+  syncMutationDigestRuns,
   throttles,
   timerEvents,
   visitMileage,
@@ -27,7 +27,7 @@ const DAY = 86_400_000;
  * The tables a clinician's work grows, whose plans the feed and the sync path depend on: on the
  * embedded database each is analyzed again once it has grown by a fifth since its last ANALYZE.
  */
-const GROWING_TABLES = [visits, timerEvents, visitMileage, soapNotes, patients, patientReferrals, notifications, aiTranscriptions, auditLog, syncMutationDigests].map(
+const GROWING_TABLES = [visits, timerEvents, visitMileage, soapNotes, patients, patientReferrals, notifications, aiTranscriptions, auditLog, syncMutationDigestRuns].map(
   (t) => getTableName(t),
 );
 /** How often the embedded server looks for grown tables (one catalog read, ~2.5 ms on PGlite). */

@@ -124,21 +124,57 @@ forEachBackend('sync: a cloned install', (backend) => {
     });
   }
 
+  test('a batch keeps its digests in one row: a replay is judged at any place of a run, and across runs', async () => {
+    const user = await utcClinician(server);
+    const clientId = randomUUID();
+    const first = [1, 2, 3, 4, 5].map((id) => create(id, `Run${id}`));
+    const second = [6, 7, 8].map((id) => create(id, `Run${id}`));
+    assert.deepEqual(summary(await phone(user, clientId, 'http', 2, first)), ['1:ack', '2:ack', '3:ack', '4:ack', '5:ack']);
+    assert.deepEqual(summary(await phone(user, clientId, 'http', 2, second)), ['6:ack', '7:ack', '8:ack']);
+    const runs = async () =>
+      (await select(sql`select first_mutation_id as a, last_mutation_id as b, array_to_string(mutation_ids, ',') as ids, length(digests) as chars from sync_mutation_digest_runs where user_id = ${user.uuid} and client_id = ${clientId} order by 1`)).map(
+        (r) => `${r.a}-${r.b} [${r.ids}] ${r.chars}`,
+      );
+    assert.deepEqual(await runs(), ['1-5 [1,2,3,4,5] 320', '6-8 [6,7,8] 192']);
+
+    // The first, a middle and the last of one run, and ids of both runs in one batch; new 9 after them.
+    const other = (m: Sent): Sent => ({ ...m, args: { ...m.args, first_name: 'Other' } });
+    const replay = [first[0], other(first[2] as Sent), first[4], other(second[0] as Sent), second[2], create(9, 'Run9')] as Sent[];
+    assert.deepEqual(summary(await phone(user, clientId, 'http', 2, replay)), [
+      '1:ack duplicate',
+      '3:conflict client_id_reused',
+      '5:ack duplicate',
+      '6:conflict client_id_reused',
+      '8:ack duplicate',
+      '9:ack',
+    ]);
+    assert.deepEqual(await runs(), ['1-5 [1,2,3,4,5] 320', '6-8 [6,7,8] 192', '9-9 [9] 64'], 'the replayed ids wrote nothing, 9 a run of its own');
+    // A run whose lowest replayed id is not its first: found by the run that holds it.
+    assert.deepEqual(summary(await phone(user, clientId, 'socket', 2, [other(first[3] as Sent), second[1] as Sent])), ['4:conflict client_id_reused', '7:ack duplicate']);
+    assert.equal((await rows(user)).length, 9);
+  });
+
   test('an id processed before digests were kept is a duplicate, on protocol 2 too; pruning keeps digests as long as refusals', async () => {
     const user = await utcClinician(server);
     const clientId = randomUUID();
     const db = server.runtime.database.db;
     assert.deepEqual(summary(await phone(user, clientId, 'socket', 2, [create(1, 'Flo'), create(2, 'Gus')])), ['1:ack', '2:ack']);
     const digests = async () =>
-      (await select(sql`select mutation_id from sync_mutation_digests where user_id = ${user.uuid} and client_id = ${clientId} order by 1`)).map((r) => Number(r.mutation_id));
+      (await select(sql`select unnest(mutation_ids) as mutation_id from sync_mutation_digest_runs where user_id = ${user.uuid} and client_id = ${clientId} order by 1`)).map((r) =>
+        Number(r.mutation_id),
+      );
     assert.deepEqual(await digests(), [1, 2]);
-    // As a row from before the migration: no digest.
-    await db.execute(sql`delete from sync_mutation_digests where user_id = ${user.uuid} and client_id = ${clientId} and mutation_id = 1`);
+    // As a mutation processed before digests were kept: none for 1 (whether its batch was 1 alone or 1 and 2).
+    await db.execute(sql`delete from sync_mutation_digest_runs where user_id = ${user.uuid} and client_id = ${clientId} and mutation_ids = '{1}'`);
+    await db.execute(sql`
+      update sync_mutation_digest_runs set first_mutation_id = 2, mutation_ids = '{2}', digests = right(digests, 64)
+      where user_id = ${user.uuid} and client_id = ${clientId} and mutation_ids = '{1,2}'`);
+    assert.deepEqual(await digests(), [2]);
     assert.deepEqual(summary(await phone(user, clientId, 'http', 2, [create(1, 'Hal'), create(2, 'Ida')])), ['1:ack duplicate', '2:conflict client_id_reused']);
     assert.equal((await rows(user)).length, 2);
 
     // The hourly cleanup drops digests past the refusals' retention, and only those.
-    await db.execute(sql`update sync_mutation_digests set created_at = now() - interval '31 days' where user_id = ${user.uuid} and client_id = ${clientId}`);
+    await db.execute(sql`update sync_mutation_digest_runs set created_at = now() - interval '31 days' where user_id = ${user.uuid} and client_id = ${clientId}`);
     const purged = await server.runtime.services.maintenance.purgeExpired();
     assert.ok((purged.sync_mutation_digests ?? 0) >= 1);
     assert.deepEqual(await digests(), []);

@@ -243,7 +243,7 @@ forEachBackend('sync: mutation sets and one-by-one give the same answers and row
             (select count(*)::int from visit_mileage where visit_id = ${visit}) as mileage,
             (select count(*)::int from patients where id in ${created}) as patients,
             (select count(*)::int from audit_log where request_id like ${`${device.requestIdPrefix}:%`} and outcome = 'success') as audits,
-            (select count(*)::int from sync_mutation_digests where client_id = ${device.clientId}) as digests,
+            (select coalesce(sum(cardinality(mutation_ids)), 0)::int from sync_mutation_digest_runs where client_id = ${device.clientId}) as digests,
             (select last_mutation_id::int from sync_clients where client_id = ${device.clientId}) as last`)
       )[0];
     const expected = { events: 2, mileage: 1, patients: 2, audits: 5, digests: 5, last: 5 };

@@ -3,8 +3,8 @@
  * Cloned installs). A module of its own so the maintenance service can prune the ledger's
  * tables without importing the batch path above the services.
  */
-import { lt } from 'drizzle-orm';
-import { syncMutationDigests, syncRejections } from '@fieldchart/schema/db';
+import { lt, sql } from 'drizzle-orm';
+import { syncMutationDigestRuns, syncRejections } from '@fieldchart/schema/db';
 import type { Db } from '../../db/database.ts';
 
 /**
@@ -13,6 +13,9 @@ import type { Db } from '../../db/database.ts';
  */
 export async function pruneLedger(db: Db, before: Date): Promise<{ rejections: number; digests: number }> {
   const rejections = await db.delete(syncRejections).where(lt(syncRejections.createdAt, before)).returning({ id: syncRejections.mutationId });
-  const digests = await db.delete(syncMutationDigests).where(lt(syncMutationDigests.createdAt, before)).returning({ id: syncMutationDigests.mutationId });
-  return { rejections: rejections.length, digests: digests.length };
+  const runs = await db
+    .delete(syncMutationDigestRuns)
+    .where(lt(syncMutationDigestRuns.createdAt, before))
+    .returning({ digests: sql<number>`cardinality(${syncMutationDigestRuns.mutationIds})` });
+  return { rejections: rejections.length, digests: runs.reduce((n, r) => n + Number(r.digests), 0) };
 }

@@ -17,10 +17,10 @@
  * mutation's, as above. Nothing of the first try is kept, so exactly-once holds.
  */
 import { createHash } from 'node:crypto';
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, gte, inArray, lte, sql } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import { configure } from 'safe-stable-stringify';
-import { syncClients, syncMutationDigests, syncRejections } from '@fieldchart/schema/db';
+import { syncClients, syncMutationDigestRuns, syncRejections } from '@fieldchart/schema/db';
 import { MAX_MUTATION_BYTES, MUTATION_NAMES, type IncomingMutation, type MutationName, type ServerMessage } from '@fieldchart/schema/sync';
 import * as z from 'zod';
 import { AppError, Invalid, TooMany } from '../../errors.ts';
@@ -31,14 +31,11 @@ import type { SessionState } from '../auth/sessions.ts';
 import { SYNC_CHANNELS } from './channels.ts';
 import { linkSession } from './devices.ts';
 import type { MutationRunner } from './mutation-runner.ts';
-import { recordsetShape } from '../../db/recordset.ts';
 import { allSettled, isRefused, settled } from '../batch-plan.ts';
 import { runsInSet, type SetPlan } from './mutation-sets.ts';
 
 export type MutationMessage = IncomingMutation;
 
-/** A device's processed mutations: what each one was, for telling a replay from another install's. */
-const DIGEST_ROWS = recordsetShape(syncMutationDigests, ['mutationId', 'digest']);
 
 export type MutationReply = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' | 'failed' | 'conflict' }>;
 type RejectReply = Extract<MutationReply, { type: 'reject' }>;
@@ -176,16 +173,7 @@ async function applyInTransaction(
               .where(and(eq(syncRejections.userId, device.userId), eq(syncRejections.clientId, device.clientId), inArray(syncRejections.mutationId, seen)))
           ).map((r) => [r.mutationId, r]),
     );
-    const stored = new Map(
-      seen.length === 0
-        ? []
-        : (
-            await tx
-              .select({ mutationId: syncMutationDigests.mutationId, digest: syncMutationDigests.digest })
-              .from(syncMutationDigests)
-              .where(and(eq(syncMutationDigests.userId, device.userId), eq(syncMutationDigests.clientId, device.clientId), inArray(syncMutationDigests.mutationId, seen)))
-          ).map((r) => [r.mutationId, r.digest]),
-    );
+    const stored = seen.length === 0 ? new Map<number, string>() : await storedDigests(tx, device, seen);
     // Digests of what this batch processes, written with the new last_mutation_id in one statement.
     const processed: Array<{ mutationId: number; digest: string }> = [];
     const processedNow = (m: MutationMessage, digest: string) => {
@@ -326,15 +314,22 @@ async function applyInTransaction(
       processedNow(m, digest);
       last = m.mutation_id;
     }
-    // The digests and the device's new last id in one statement, issued with the sets' writes.
-    const ledger = tx.execute(sql`
-      with digests as (
-        insert into ${syncMutationDigests} (user_id, client_id, ${DIGEST_ROWS.columns})
-        select ${device.userId}::uuid, ${device.clientId}::uuid, ${DIGEST_ROWS.values}
-        from ${DIGEST_ROWS.from(processed)}
-      )
+    // The batch's digests (one row) and the device's new last id in one statement, issued with the sets' writes.
+    const advance = sql`
       update ${syncClients} set last_mutation_id = ${last}, failing_mutation_id = ${failing.id}, failing_attempts = ${failing.attempts}, updated_at = now()
-      where user_id = ${device.userId}::uuid and client_id = ${device.clientId}::uuid`);
+      where user_id = ${device.userId}::uuid and client_id = ${device.clientId}::uuid`;
+    const [first, final] = [processed[0], processed.at(-1)];
+    const ledger = tx.execute(
+      first && final
+        ? sql`
+      with digests as (
+        insert into ${syncMutationDigestRuns} (user_id, client_id, first_mutation_id, last_mutation_id, mutation_ids, digests)
+        values (${device.userId}::uuid, ${device.clientId}::uuid, ${first.mutationId}, ${final.mutationId},
+          string_to_array(${processed.map((p) => p.mutationId).join(',')}, ',')::bigint[], ${processed.map((p) => p.digest).join('')})
+      )
+      ${advance}`
+        : advance,
+    );
     if (unwritten.length > 0) await asSetFailure(() => settled([...unwritten.splice(0).map((plan) => plan.write()), ledger]));
     else await ledger;
     if (device.answeredOverHttp && processed.length > 0) await tx.execute(sql`select pg_notify(${SYNC_CHANNELS.data}, ${device.userId})`);
@@ -364,6 +359,33 @@ function setFrom(
     previous = m.mutation_id;
   }
   return run;
+}
+
+/** Characters of one digest (hex sha256) in a run's `digests`. */
+const DIGEST_CHARS = 64;
+
+/**
+ * The stored digests of `ids` (processed ids of the device): from the runs that overlap them —
+ * the run holding the lowest and every run that starts at or below the highest, read by the
+ * primary key's range.
+ */
+async function storedDigests(tx: Db, device: Pick<MutationDevice, 'userId' | 'clientId'>, ids: readonly number[]): Promise<Map<number, string>> {
+  const [low, high] = [Math.min(...ids), Math.max(...ids)];
+  const runs = syncMutationDigestRuns;
+  const ofDevice = and(eq(runs.userId, device.userId), eq(runs.clientId, device.clientId));
+  const from = sql`coalesce((select max(${runs.firstMutationId}) from ${runs} where ${ofDevice} and ${runs.firstMutationId} <= ${low}), ${low})`;
+  const rows = await tx
+    .select({ ids: runs.mutationIds, digests: runs.digests })
+    .from(runs)
+    .where(and(ofDevice, gte(runs.firstMutationId, from), lte(runs.firstMutationId, high)));
+  const wanted = new Set(ids);
+  const stored = new Map<number, string>();
+  for (const run of rows) {
+    run.ids.forEach((id, k) => {
+      if (wanted.has(Number(id))) stored.set(Number(id), run.digests.slice(k * DIGEST_CHARS, (k + 1) * DIGEST_CHARS));
+    });
+  }
+  return stored;
 }
 
 /** The device's last processed mutation id (0 for a new device). */
