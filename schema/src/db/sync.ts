@@ -143,4 +143,3 @@ export const syncMutationDigestRuns = pgTable(
   },
   (t) => [primaryKey({ columns: [t.userId, t.clientId, t.firstMutationId] }), index('sync_mutation_digest_runs_created_idx').on(t.createdAt)],
 );
-

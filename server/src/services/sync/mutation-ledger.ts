@@ -36,7 +36,6 @@ import { runsInSet, type SetPlan } from './mutation-sets.ts';
 
 export type MutationMessage = IncomingMutation;
 
-
 export type MutationReply = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' | 'failed' | 'conflict' }>;
 type RejectReply = Extract<MutationReply, { type: 'reject' }>;
 
