@@ -116,6 +116,11 @@ export class Uploader {
   private pauseTimer: ReturnType<typeof setTimeout> | null = null;
   /** The send in progress: one at a time. */
   private sending: Sending | null = null;
+  /**
+   * Rewinds so far (a `retry`, a new carrier): a send being prepared when one happens read the
+   * outbox from before it, and does not go — the rewound entries go first, in order.
+   */
+  private rewinds = 0;
   private readonly backoff: Backoff;
 
   constructor(private readonly opts: UploaderOptions) {
@@ -240,6 +245,7 @@ export class Uploader {
         await recordAttempt(db, a.mutation_id, `retry after ${a.after_ms} ms`);
         for (const id of [...this.inflight]) if (id >= a.mutation_id) this.inflight.delete(id);
         this.lastSentId = Math.min(this.lastSentId, a.mutation_id - 1);
+        this.rewinds++;
         status.fail('retry', `the server asked to retry mutation ${a.mutation_id}`);
         this.pause(this.backoff.next(a.after_ms));
         break;
@@ -259,6 +265,7 @@ export class Uploader {
     const room = carrier.window - this.inflight.size;
     if (room <= 0) return;
     if (this.rekeyWhenProbed && this.probeThrough === 0 && this.inflight.size === 0) return this.rekey('superseded');
+    const rewinds = this.rewinds;
     let entries = await pendingEntries(this.opts.db, this.lastSentId, room);
     if (this.probeThrough > 0) {
       const probe = this.probeThrough;
@@ -278,7 +285,8 @@ export class Uploader {
       if (batch.length > 0 && bytes > carrier.batchBytes) break;
       batch.push({ mutation_id: e.mutation_id, name: e.name, args, client_time: e.client_time });
     }
-    if (batch.length === 0 || this.carrier !== carrier) return;
+    // Answers came while the outbox was read: a rewind (its pause ends in a pump) or a new carrier.
+    if (batch.length === 0 || this.carrier !== carrier || this.rewinds !== rewinds) return;
     for (const m of batch) this.inflight.add(m.mutation_id);
     this.lastSentId = (batch.at(-1) as OutgoingMutation).mutation_id;
     this.opts.status.patch({ uploading: true });
@@ -355,6 +363,7 @@ export class Uploader {
 
   /** `letGoAfterMs`: how long a send still out may go on (0: abandoned now). */
   private reset(letGoAfterMs = 0): void {
+    this.rewinds++;
     this.rekeyWhenProbed = false;
     this.inflight.clear();
     this.conflicted.clear();
