@@ -17,6 +17,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
+import { rowsOf } from '../../server/src/db/database.ts';
 import { migrationsFolder } from '../../server/src/db/migrate.ts';
 
 interface Journal {
@@ -48,13 +49,12 @@ async function checkConversion(target: Target): Promise<void> {
     await target.migrate(before);
     const user = randomUUID();
     const client = randomUUID();
-    await target.rows(sql`insert into users (id, email, password_hash, first_name, last_name) values (${user}::uuid, ${`${user}@example.com`}, 'x', 'Old', 'Digests') returning id`);
+    await target.rows(sql`insert into users (id, email, password_hash, first_name, last_name) values (${user}::uuid, ${`${user}@example.com`}, 'x', 'Old', 'Digests')`);
     await target.rows(sql`
       insert into sync_mutation_digests (user_id, client_id, mutation_id, digest, created_at)
       values (${user}::uuid, ${client}::uuid, 1, ${digest(1)}, now() - interval '3 days'),
              (${user}::uuid, ${client}::uuid, 2, ${digest(2)}, now() - interval '2 days'),
-             (${user}::uuid, ${client}::uuid, 5, ${digest(5)}, now() - interval '1 day')
-      returning mutation_id`);
+             (${user}::uuid, ${client}::uuid, 5, ${digest(5)}, now() - interval '1 day')`);
     await target.migrate(migrationsFolder);
     const runs = await target.rows(sql`
       select first_mutation_id::int as first, last_mutation_id::int as last, array_to_string(mutation_ids, ',') as ids, digests,
@@ -78,7 +78,7 @@ test('migration 0027 on PGlite: the digests kept become runs of one', async () =
   const db = drizzlePglite(pglite);
   await checkConversion({
     migrate: (folder) => migratePglite(db, { migrationsFolder: folder }),
-    rows: async (query) => (await db.execute(query)).rows as Array<Record<string, unknown>>,
+    rows: async (query) => rowsOf<Record<string, unknown>>(await db.execute(query)),
     close: () => pglite.close(),
   });
 });
@@ -95,11 +95,10 @@ test('migration 0027 on PostgreSQL: the digests kept become runs of one', { skip
     await checkConversion({
       migrate: (folder) => migratePostgres(db, { migrationsFolder: folder }),
       // Plain objects: the driver's rows have a prototype of their own.
-      rows: async (query) => ((await db.execute(query)) as unknown as Array<Record<string, unknown>>).map((r) => ({ ...r })),
+      rows: async (query) => rowsOf<Record<string, unknown>>(await db.execute(query)).map((r) => ({ ...r })),
       close: () => client.end({ timeout: 5 }),
     });
   } finally {
-    await client.end({ timeout: 5 }).catch(() => {});
     await admin.unsafe(`drop database if exists "${name}" with (force)`);
     await admin.end({ timeout: 5 });
   }

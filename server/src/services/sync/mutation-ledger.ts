@@ -324,7 +324,7 @@ async function applyInTransaction(
       with digests as (
         insert into ${syncMutationDigestRuns} (user_id, client_id, first_mutation_id, last_mutation_id, mutation_ids, digests)
         values (${device.userId}::uuid, ${device.clientId}::uuid, ${first.mutationId}, ${final.mutationId},
-          string_to_array(${processed.map((p) => p.mutationId).join(',')}, ',')::bigint[], ${processed.map((p) => p.digest).join('')})
+          ${`{${processed.map((p) => p.mutationId).join(',')}}`}::bigint[], ${processed.map((p) => p.digest).join('')})
       )
       ${advance}`
         : advance,
