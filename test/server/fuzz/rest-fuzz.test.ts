@@ -74,7 +74,9 @@ forEachBackend('fuzz: every REST operation, two tenants', (backend) => {
   let bReads: string[];
 
   before(async () => {
-    server = await startTestServer(backend);
+    // The request limits are off: at FUZZ_RUNS=300 they answered 429 to 20,349 of 26,400
+    // requests, which then never reached a route. The limits have suites of their own.
+    server = await startTestServer(backend, { env: { RATE_LIMIT_PER_USER_PER_MINUTE: '0', RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '0' } });
     doc = (await server.api('GET', '/openapi.json')).body;
     const tag = Math.random().toString(36).slice(2, 10);
     markers = [`Bfirst${tag}`, `Blast${tag}`, `Bnote${tag}`, `Bsubjective${tag}`, `555-01${tag.slice(0, 2)}`, `Bstreet${tag}`];
