@@ -22,6 +22,9 @@
  *                   writes no row, so PostgreSQL commits it without waiting for the WAL to reach
  *                   the disk; the write's commit waits for that flush, as every durable write must
  *   after commit    each latency less its own transaction: the propagation machinery alone
+ *   least           each write's transaction plus the floor's after-commit part of the same
+ *                   round: what a design whose propagation cost no more than the floor's would
+ *                   show — the write's durable commit is in the aim's numerator, not its floor
  *
  * Throughout, IDLE_DEVICES devices of other clinicians are connected and synced on the node:
  * a poke for one user must cost the others nothing.
@@ -140,6 +143,9 @@ try {
   const minus = (total: number[], part: number[]) => total.map((t, i) => t - (part[i] as number));
   const floorAfter = latencies(minus(direct.floorMs, direct.floorTxMs));
   const writeAfter = latencies(minus(direct.writeMs, direct.writeTxMs));
+  // What a design would show whose propagation cost no more than the floor's after its commit:
+  // each write's own durable transaction plus the floor's commit → client of the same round.
+  const least = latencies(direct.writeTxMs.map((tx, i) => tx + (direct.floorMs[i] as number) - (direct.floorTxMs[i] as number)));
   const idleFrames = idle.reduce((n, p) => n + p.framesReceived, 0) - idleFramesBefore;
   for (const p of idle) p.close();
 
@@ -154,6 +160,7 @@ try {
     ['write tx', "the write's UPDATE tx (durable commit)", writeTx],
     ['floor after', 'floor less its tx: commit → client', floorAfter],
     ['write after', 'write→device less its tx: commit → device', writeAfter],
+    ['least', 'write tx + floor after: no design does less', least],
   ];
   console.log(
     table(
@@ -166,7 +173,9 @@ try {
       `p99 ${fmt(write.p99, 2)} / ${fmt(floor.p99, 2)} ms = ${ratio(write.p99, floor.p99)} (aim ≤ 2×); ` +
       `${IDLE_DEVICES} idle devices of other clinicians received ${idleFrames} frames meanwhile\n` +
       `after each side's commit: p50 ${fmt(writeAfter.p50, 2)} / ${fmt(floorAfter.p50, 2)} ms = ${ratio(writeAfter.p50, floorAfter.p50)}; ` +
-      `the write's own transaction ${fmt(writeTx.p50, 2)} ms against the floor's ${fmt(floorTx.p50, 2)} ms (p50)\n`,
+      `the write's own transaction ${fmt(writeTx.p50, 2)} ms against the floor's ${fmt(floorTx.p50, 2)} ms (p50)\n` +
+      `the least any design could show (the write's transaction + the floor's after): p50 ${fmt(least.p50, 2)} ms = ${ratio(least.p50, floor.p50)} of the floor, ` +
+      `p99 ${fmt(least.p99, 2)} ms = ${ratio(least.p99, floor.p99)}\n`,
   );
   console.log(
     JSON.stringify({
@@ -179,6 +188,7 @@ try {
       historyVisits: HISTORY_VISITS,
       framesAtIdleDevices: idleFrames,
       writeToDeviceVsFloor: { p50: Number((write.p50 / floor.p50).toFixed(2)), p99: Number((write.p99 / floor.p99).toFixed(2)) },
+      leastVsFloor: { p50: Number((least.p50 / floor.p50).toFixed(2)), p99: Number((least.p99 / floor.p99).toFixed(2)) },
       afterCommitVsFloor: { p50: Number((writeAfter.p50 / floorAfter.p50).toFixed(2)), p99: Number((writeAfter.p99 / floorAfter.p99).toFixed(2)) },
       ...machine(loadBefore),
       results: rows.map(([name, what, l]) => ({
