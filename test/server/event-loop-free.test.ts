@@ -32,8 +32,12 @@ forEachBackend('event loop while the database works', (backend) => {
   };
 
   test('/healthz answers promptly while slow queries run back to back', async () => {
+    // Each size is judged by the faster of two runs: a first run can take several times the
+    // next (a cold start, a moment of load). Judged by one run, a size once gave warm queries of
+    // a median 548 ms (CI, PGlite), under the 750 ms the check below asks.
+    const sized = async (rows: number) => Math.min(await slowQuery(rows), await slowQuery(rows));
     let rows = 1_000_000;
-    while ((await slowQuery(rows)) < SLOW_QUERY_MS) rows *= 2;
+    while ((await sized(rows)) < SLOW_QUERY_MS) rows *= 2;
 
     const durations: number[] = [];
     let busy = true;
