@@ -250,13 +250,14 @@ function tableQueries(mode: 'diff' | 'full', p: Param, alone = false) {
   // their quotes; the other values go through `to_json` as `json_build_object` would put them
   // (test/server/sync/feed-event-lines.property.test.ts holds the two to the same JSON).
   const json = (value: SQLWrapper) => sql`coalesce(to_json(${value})::text, 'null')`;
+  /** A time as REST writes it (toISOString: UTC, milliseconds), quoted, or null. */
+  const iso = (c: AnyPgColumn) => sql`coalesce('"' || to_char(${c} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"', 'null')`;
   const eventChange = sql`(case when ${timerEvents.deletedAt} is not null
       then '{"table":"timer_events","op":"delete","id":"' || ${timerEvents.id} || '","version":' || ${timerEvents.rowVersion} || '}'
       else '{"table":"timer_events","op":"upsert","id":"' || ${timerEvents.id} || '","version":' || ${timerEvents.rowVersion}
         || ',"row":{"uuid":"' || ${timerEvents.id} || '","schedule_uuid":"' || ${timerEvents.visitId}
-        || '","event_type":' || ${json(timerEvents.eventType)}
-        || ',"event_time":"' || to_char(${timerEvents.eventTime} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-        || '","latitude":' || ${json(timerEvents.latitude)} || ',"longitude":' || ${json(timerEvents.longitude)}
+        || '","event_type":' || ${json(timerEvents.eventType)} || ',"event_time":' || ${iso(timerEvents.eventTime)}
+        || ',"latitude":' || ${json(timerEvents.latitude)} || ',"longitude":' || ${json(timerEvents.longitude)}
         || ',"accuracy":' || ${json(timerEvents.accuracy)} || '}}'
     end)`;
   // Visits (a quarter of a scope's rows) too, but for their two sealed columns: the database
@@ -265,7 +266,6 @@ function tableQueries(mode: 'diff' | 'full', p: Param, alone = false) {
   // `<version> U <address_enc|-> <notes_enc|-> <id> <change without its last "}}">`. The row's
   // fields are `visitFieldsOf`'s (test/server/sync/feed-visit-rows.property.test.ts).
   // Written by concatenation too (20,000 visits' lines: 173 ms with json_build_object in psql).
-  const iso = (c: AnyPgColumn) => sql`coalesce('"' || to_char(${c} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"', 'null')`;
   const place = (lat: AnyPgColumn, lng: AnyPgColumn, accuracy: AnyPgColumn) =>
     sql`case when ${lat} is null or ${lng} is null then 'null' else '{"latitude":' || ${json(lat)} || ',"longitude":' || ${json(lng)} || ',"accuracy":' || ${json(accuracy)} || '}' end`;
   // REST's minutesOf, operation for operation in IEEE doubles (float8 is one): round((s / 60 +
