@@ -41,7 +41,7 @@ import { manualClock } from '../helpers/clock.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { helloSync } from '../helpers/sync-socket.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
-import { API, registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { API, RATE_LIMITS_OFF, registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { openClient, openDeviceDb, tempDataDir } from './support.ts';
 
 const STEPS = ['start_travel', 'arrive', 'start_documentation', 'complete'] as const;
@@ -662,7 +662,7 @@ forEachBackend('offline client model', (backend) => {
     // 1200 a minute, and every read after was 429 (CI 2026-12-02). Limits have their own test.
     server = await startTestServer(backend, {
       clock,
-      env: { ACCESS_TOKEN_TTL_SECONDS: String(ACCESS_TTL_SECONDS), RATE_LIMIT_PER_USER_PER_MINUTE: '0', RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '0' },
+      env: { ACCESS_TOKEN_TTL_SECONDS: String(ACCESS_TTL_SECONDS), ...RATE_LIMITS_OFF },
     });
     // A migrated, empty device database to copy: creating one costs seconds, copying one does not,
     // with cp(1): on disk fs.promises.cp took 1.4–1.6 s for its thousand files, `cp -R` 0.9 s.

@@ -14,6 +14,9 @@ import { startSmtpSink, type SmtpSink } from './smtp-sink.ts';
 
 export const API = API_PREFIX;
 
+/** A server's env with the request limits off, for suites whose subject is not the limits. */
+export const RATE_LIMITS_OFF = { RATE_LIMIT_PER_USER_PER_MINUTE: '0', RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '0' } as const;
+
 export interface ApiResponse<T = any> {
   readonly status: number;
   readonly body: T;

@@ -25,7 +25,7 @@ import { openDatabase } from '../../server/src/db/database.ts';
 import { backends, serverDataDir } from '../helpers/backends.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { freePort } from '../helpers/processes.ts';
-import { API, newAccount } from '../helpers/test-server.ts';
+import { API, newAccount, RATE_LIMITS_OFF } from '../helpers/test-server.ts';
 import { silentWav } from '../helpers/wav.ts';
 import { startTimedSttStandIn } from './ai/pipeline/stt-stand-in.ts';
 
@@ -60,8 +60,7 @@ for (const backend of backends) {
       DATABASE_URL: db?.url ?? undefined,
       LOG_LEVEL: 'warn',
       STT_URL: stt.url,
-      RATE_LIMIT_PER_USER_PER_MINUTE: '0',
-      RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '0',
+      ...RATE_LIMITS_OFF,
       OTP_SENDS_PER_EMAIL_PER_HOUR: '1000',
       OTP_SENDS_PER_ADDRESS_PER_HOUR: '100000',
       // On PostgreSQL the jobs run in a worker process of their own, killed on its own.

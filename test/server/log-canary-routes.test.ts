@@ -19,7 +19,7 @@ import { after, before, test } from 'node:test';
 import { WebSocket } from 'ws';
 import { forEachBackend, seedPgliteDataDir, type TestDatabase } from '../helpers/backends.ts';
 import { killAllServers, spawnServer, type ServerProcess } from '../helpers/processes.ts';
-import { API, newAccount } from '../helpers/test-server.ts';
+import { API, newAccount, RATE_LIMITS_OFF } from '../helpers/test-server.ts';
 import { resolver, type JsonSchema } from './fuzz/arbitraries.ts';
 
 const tag = Math.random().toString(36).slice(2, 8);
@@ -147,8 +147,7 @@ forEachBackend('logs: canaries in every route', (backend) => {
       FIELDCHART_DATA_DIR: dataDir,
       LOG_LEVEL: 'trace',
       ...(db?.url ? { DATABASE_URL: db.url } : {}),
-      RATE_LIMIT_PER_USER_PER_MINUTE: '0',
-      RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '0',
+      ...RATE_LIMITS_OFF,
     });
     base = await server.url(120_000);
     // A clinician whose password and names are canaries, with a patient and a visit of their own.

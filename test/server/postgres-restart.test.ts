@@ -27,7 +27,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { startPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.ts';
 import { helloSync, nextFeed } from '../helpers/sync-socket.ts';
 import { ANSWER_BOUND_MS, assertAwayAnswers, readyAgain, REOPEN_MS, SETTLE_MS, timedRequest, type Outcome } from '../helpers/database-outage.ts';
-import { startTestServer, type TestServer } from '../helpers/test-server.ts';
+import { RATE_LIMITS_OFF, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { createPatient, scheduleVisit, timerEvent, utcClinician, type User } from './visits/visit-fixtures.ts';
 
 const onPostgres = backends.some((b) => b.name === 'postgres');
@@ -71,7 +71,7 @@ describe('PostgreSQL stopped and restarted under load [postgres]', { skip: onPos
       },
     };
     // Rate limits off: a 429 under the steady load would hide the 503s and 2xx this is about.
-    server = await startTestServer(backend, { env: { RATE_LIMIT_PER_USER_PER_MINUTE: '0', RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '0' } });
+    server = await startTestServer(backend, { env: RATE_LIMITS_OFF });
   });
   after(async () => {
     await server?.close().catch(() => {});

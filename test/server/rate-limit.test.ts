@@ -10,7 +10,7 @@ import { sql } from 'drizzle-orm';
 import { FLUSH_INTERVAL_MS } from '../../server/src/services/request-rate.ts';
 import { forEachBackend } from '../helpers/backends.ts';
 import { manualClock } from '../helpers/clock.ts';
-import { registerUser, startTestServer, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
+import { RATE_LIMITS_OFF, registerUser, startTestServer, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
 
 function assertTooMany(res: ApiResponse) {
   assert.equal(res.status, 429, JSON.stringify(res.body));
@@ -77,7 +77,7 @@ forEachBackend('request rate limits', (backend) => {
   describe('turned off', () => {
     let server: TestServer;
     before(async () => {
-      server = await startTestServer(backend, { env: { RATE_LIMIT_PER_USER_PER_MINUTE: '0', RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '0' } });
+      server = await startTestServer(backend, { env: RATE_LIMITS_OFF });
     });
     after(() => server.close());
 

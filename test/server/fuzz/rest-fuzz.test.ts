@@ -20,7 +20,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { forEachBackend } from '../../helpers/backends.ts';
-import { API, registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
+import { API, RATE_LIMITS_OFF, registerUser, startTestServer, type TestServer } from '../../helpers/test-server.ts';
 import { orgWithAdmin } from '../organizations/org-fixtures.ts';
 import { createPatient, gps, scheduleVisit, utcClinician } from '../visits/visit-fixtures.ts';
 import { anyJson, encodeLoose, pathValue, resolver, valueFor, type Ctx, type Hostility, type IdPool, type JsonSchema } from './arbitraries.ts';
@@ -76,7 +76,7 @@ forEachBackend('fuzz: every REST operation, two tenants', (backend) => {
   before(async () => {
     // The request limits are off: at FUZZ_RUNS=300 they answered 429 to 20,349 of 26,400
     // requests, which then never reached a route. The limits have suites of their own.
-    server = await startTestServer(backend, { env: { RATE_LIMIT_PER_USER_PER_MINUTE: '0', RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '0' } });
+    server = await startTestServer(backend, { env: RATE_LIMITS_OFF });
     doc = (await server.api('GET', '/openapi.json')).body;
     const tag = Math.random().toString(36).slice(2, 10);
     markers = [`Bfirst${tag}`, `Blast${tag}`, `Bnote${tag}`, `Bsubjective${tag}`, `555-01${tag.slice(0, 2)}`, `Bstreet${tag}`];

@@ -19,7 +19,7 @@ import { createMutationRunner, type MutationRunner } from '../../../server/src/s
 import { isRefused } from '../../../server/src/services/batch-plan.ts';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { manualClock } from '../../helpers/clock.ts';
-import { startTestServer, type TestServer } from '../../helpers/test-server.ts';
+import { RATE_LIMITS_OFF, startTestServer, type TestServer } from '../../helpers/test-server.ts';
 import { createPatient, scheduleVisit, utcClinician, type User } from '../visits/visit-fixtures.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 15);
@@ -75,7 +75,7 @@ forEachBackend('sync: mutation sets and one-by-one give the same answers and row
     // Each run makes its fixtures through REST (a patient and three visits per side) under a
     // clock that stands still: the per-user limit would answer 429 from the 300th run on
     // (FUZZ_RUNS=300), and limits are not what this suite tests.
-    server = await startTestServer(backend, { clock, env: { RATE_LIMIT_PER_USER_PER_MINUTE: '0', RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '0' } });
+    server = await startTestServer(backend, { clock, env: RATE_LIMITS_OFF });
   });
   after(() => server.close());
 
