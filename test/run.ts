@@ -87,6 +87,12 @@ const cleanUp = () => {
 // Each file's time, start of its process to end of its tests (helpers/exit-when-done.ts): the
 // slowest are printed last, and every file's is kept in lastTimings until the next run.
 const timingsFile = path.join(cacheDir, `fieldchart-test-timings-${process.pid}.jsonl`);
+// Files run one more at a time than the machine has cores: a file often waits (on timers, a
+// browser, the servers and CLIs it starts, PostgreSQL), and with two at a time on two cores
+// the cores were busy 84% of a run. Same HEAD, both backends, this machine (2026-12-05):
+// two at a time 718 s, three 634 s (busy 96%), the same tests passing. At most four: every file
+// may hold a server's pools on PostgreSQL, whose 100 connections the files share.
+const concurrency = process.env.TEST_CONCURRENCY ?? String(Math.min(os.availableParallelism() + 1, 4));
 const lastTimings = path.join(cacheDir, 'fieldchart-test-timings.txt');
 const SLOWEST_SHOWN = 15;
 
@@ -114,19 +120,22 @@ function printSlowest(): void {
     .readFileSync(timingsFile, 'utf8')
     .split('\n')
     .filter(Boolean)
-    .map((line) => JSON.parse(line) as { file: string; ms: number; cpuMs?: number })
+    .map((line) => JSON.parse(line) as { file: string; ms: number; cpuMs?: number; childCpuMs?: number })
     .map((r) => ({ ...r, file: sourceOfBundled(repoRoot, bundleDir, r.file) }))
     .sort((a, b) => b.ms - a.ms);
   fs.rmSync(timingsFile, { force: true });
   if (rows.length === 0) return;
   const total = rows.reduce((sum, r) => sum + r.ms, 0);
   const cpu = rows.reduce((sum, r) => sum + (r.cpuMs ?? 0), 0);
-  console.log(`\nslowest test files (of ${rows.length}; ${(total / 1000).toFixed(0)} s of test processes in all, ${process.env.TEST_CONCURRENCY ?? '2'} at a time):`);
-  // Their own CPU beside each time: a file far below its time waits (on timers, other processes, a browser).
-  const lines = rows.map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${r.cpuMs === undefined ? '' : `${(r.cpuMs / 1000).toFixed(1).padStart(6)} s CPU  `}${path.relative(repoRoot, r.file)}`);
+  const childCpu = rows.reduce((sum, r) => sum + (r.childCpuMs ?? 0), 0);
+  console.log(`\nslowest test files (of ${rows.length}; ${(total / 1000).toFixed(0)} s of test processes in all, ${concurrency} at a time):`);
+  // Their own CPU beside each time (a file far below its time waits: on timers, other processes,
+  // a browser), then the CPU of the processes it started: where the machine's cores went.
+  const seconds = (ms: number | undefined, label: string) => (ms === undefined ? '' : `${(ms / 1000).toFixed(1).padStart(6)} s ${label}  `);
+  const lines = rows.map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${seconds(r.cpuMs, 'CPU')}${seconds(r.childCpuMs, 'started')}${path.relative(repoRoot, r.file)}`);
   for (const line of lines.slice(0, SLOWEST_SHOWN)) console.log(line);
   const busy = machineBusy();
-  console.log(`(the test processes' own CPU: ${(cpu / 1000).toFixed(0)} s${busy === null ? '' : `; the machine's ${os.cpus().length} cores were busy ${(busy * 100).toFixed(0)}% of the run`})`);
+  console.log(`(the test processes' own CPU: ${(cpu / 1000).toFixed(0)} s; the processes they started: ${(childCpu / 1000).toFixed(0)} s${busy === null ? '' : `; the machine's ${os.cpus().length} cores were busy ${(busy * 100).toFixed(0)}% of the run`})`);
   fs.writeFileSync(lastTimings, `${lines.join('\n')}\n`);
   console.log(`(every file's: ${path.relative(repoRoot, lastTimings)})`);
 }
@@ -139,7 +148,7 @@ const child = spawn(
     // Stacks and `test at` lines name the TypeScript sources (helpers/test-bundle.ts).
     '--enable-source-maps',
     '--test',
-    `--test-concurrency=${process.env.TEST_CONCURRENCY ?? '2'}`,
+    `--test-concurrency=${concurrency}`,
     '--test-reporter=spec',
     '--test-timeout=600000',
     // A file whose tests are done exits, whatever it left open (helpers/exit-when-done.ts).
