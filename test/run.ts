@@ -91,7 +91,8 @@ const timingsFile = path.join(cacheDir, `fieldchart-test-timings-${process.pid}.
 // browser, the servers and CLIs it starts, PostgreSQL), and with two at a time on two cores
 // the cores were busy 84% of a run. Same HEAD, both backends, this machine (2026-12-05):
 // two at a time 718 s, three 634 s (busy 96%), the same tests passing. At most four: every file
-// may hold a server's pools on PostgreSQL, whose 100 connections the files share.
+// may hold a server's pools on PostgreSQL, whose 100 connections the files share (44 at the most
+// with three at a time).
 const concurrency = process.env.TEST_CONCURRENCY ?? String(Math.min(os.availableParallelism() + 1, 4));
 const lastTimings = path.join(cacheDir, 'fieldchart-test-timings.txt');
 const SLOWEST_SHOWN = 15;
