@@ -99,7 +99,7 @@ async function showFirstScreen(): Promise<void> {
 
 /**
  * The empty database a phone's first open starts from instead of running initdb (the build's
- * `empty-device.tar`, 4.4 MB gzipped): fetched only then. Offline, missing or too slow (the
+ * `empty-device.tar`, 2.5 MB gzipped): fetched only then. Offline, missing or too slow (the
  * client aborts it), initdb runs.
  */
 async function emptyDeviceImage(signal: AbortSignal): Promise<Blob> {

@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import { createFieldchartClient } from '../../client-lib/src/index.ts';
 import { emptyDeviceImage } from '../helpers/empty-device-image.ts';
 import { ProtocolPeer } from './protocol-peer.ts';
-import { tempDataDir } from './support.ts';
+import { openDeviceDb, tempDataDir } from './support.ts';
 
 let peer: ProtocolPeer;
 before(async () => {
@@ -56,5 +56,18 @@ test('a device in memory starts from the image each time, empty', async () => {
     } finally {
       await client.close();
     }
+  }
+});
+
+test('the image holds the device’s one database, without the template databases a device never uses', async () => {
+  const image = await emptyDeviceImage();
+  // Half of initdb's 30.9 MB: each template is as large as the empty database itself.
+  assert.ok(image.size < 20 * 1024 * 1024, `the image is ${image.size} bytes`);
+  const db = await openDeviceDb('memory://');
+  try {
+    const rows = await db.query<{ datname: string }>('select datname from pg_database order by datname');
+    assert.deepEqual(rows.map((r) => r.datname), ['postgres']);
+  } finally {
+    await db.close();
   }
 });

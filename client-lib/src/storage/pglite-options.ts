@@ -26,19 +26,28 @@ export const DEVICE_INITDB_PARAMS: readonly string[] = ['--wal-segsize=1'];
 
 /**
  * What an image made by `makeEmptyDeviceImage` depends on besides PGlite's version: a file name
- * part for those who keep one made (the app build, the tests), so a change of parameters makes
- * a new one.
+ * part for those who keep one made (the app build, the tests), so a change of parameters or of
+ * the image's contents makes a new one.
  */
-export const EMPTY_IMAGE_KIND = DEVICE_INITDB_PARAMS.join('_').replace(/[^\w=.-]/g, '_');
+export const EMPTY_IMAGE_KIND = [...DEVICE_INITDB_PARAMS, 'no-templates'].join('_').replace(/[^\w=.-]/g, '_');
 
 /**
  * An image of a new, empty device database (PgliteAssets `loadDataDir`), made as a device's
- * initdb would make it. An app makes it at build time with the PGlite version it ships and
- * serves it as an asset beside PGlite's files.
+ * initdb would make it, less the `template0` and `template1` databases: a PGlite instance serves
+ * its one database, `postgres`, and a device never creates another. Each is as large as the
+ * device's own empty database, so without them the image is 15.8 MB and 400 files instead of
+ * 30.9 MB and 1,000 — half of what an app ships and a browser's first open stores, file by file,
+ * in IndexedDB — and a device's first open in Node took 300 ms of CPU instead of 340 in memory,
+ * 430 instead of 570 on disk (three opens each, one machine, 2026-12-05). An app makes it at
+ * build time with the PGlite version it ships and serves it as an asset beside PGlite's files.
  */
 export async function makeEmptyDeviceImage(): Promise<Blob> {
   const pglite = await PGlite.create('memory://', { initDbStartParams: [...DEVICE_INITDB_PARAMS] });
   try {
+    await pglite.query("update pg_database set datistemplate = false where datname in ('template0', 'template1')");
+    // One statement each: DROP DATABASE runs outside a transaction block.
+    await pglite.query('drop database template0');
+    await pglite.query('drop database template1');
     return await pglite.dumpDataDir('none');
   } finally {
     await pglite.close();
