@@ -15,6 +15,7 @@ import { describe } from 'node:test';
 import { promisify } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
 import postgres from 'postgres';
+import { dropTemplateDatabases } from '../../client-lib/src/storage/pglite-options.ts';
 import { openDatabase, type Database } from '../../server/src/db/database.ts';
 import { applyMigrations, migrationsFolder } from '../../server/src/db/migrate.ts';
 import { PglitePgPool } from '../../server/src/db/pglite-pg-pool.ts';
@@ -88,10 +89,8 @@ let pgliteTemplateFile: Promise<string> | null = null;
 async function testCluster(): Promise<Uint8Array> {
   const pglite = await PGlite.create('memory://', { initDbStartParams: ['--wal-segsize=1'] });
   try {
-    await pglite.query("update pg_database set datistemplate = false where datname in ('template0', 'template1')");
-    // One statement each: DROP DATABASE runs outside a transaction block.
-    await pglite.query('drop database template0');
-    await pglite.query('drop database template1');
+    // As the client library's empty device image drops them.
+    await dropTemplateDatabases(pglite);
     return new Uint8Array(await (await pglite.dumpDataDir('none')).arrayBuffer());
   } finally {
     await pglite.close();

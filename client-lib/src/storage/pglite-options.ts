@@ -44,10 +44,7 @@ export const EMPTY_IMAGE_KIND = [...DEVICE_INITDB_PARAMS, 'no-templates'].join('
 export async function makeEmptyDeviceImage(): Promise<Blob> {
   const pglite = await PGlite.create('memory://', { initDbStartParams: [...DEVICE_INITDB_PARAMS] });
   try {
-    await pglite.query("update pg_database set datistemplate = false where datname in ('template0', 'template1')");
-    // One statement each: DROP DATABASE runs outside a transaction block.
-    await pglite.query('drop database template0');
-    await pglite.query('drop database template1');
+    await dropTemplateDatabases(pglite);
     return await pglite.dumpDataDir('none');
   } finally {
     await pglite.close();
@@ -99,4 +96,12 @@ async function loadedImage(image: Blob | ((signal: AbortSignal) => Promise<Blob>
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Drops initdb's `template0` and `template1` from a fresh PGlite cluster (see `makeEmptyDeviceImage`). */
+export async function dropTemplateDatabases(pglite: Pick<PGlite, 'query'>): Promise<void> {
+  await pglite.query("update pg_database set datistemplate = false where datname in ('template0', 'template1')");
+  // One statement each: DROP DATABASE runs outside a transaction block.
+  await pglite.query('drop database template0');
+  await pglite.query('drop database template1');
 }
