@@ -98,8 +98,12 @@ async function loadedImage(image: Blob | ((signal: AbortSignal) => Promise<Blob>
   }
 }
 
-/** Drops initdb's `template0` and `template1` from a fresh PGlite cluster (see `makeEmptyDeviceImage`). */
-export async function dropTemplateDatabases(pglite: Pick<PGlite, 'query'>): Promise<void> {
+/**
+ * Drops initdb's `template0` and `template1` from a fresh PGlite cluster (see
+ * `makeEmptyDeviceImage`). The cluster by its shape, not PGlite's type: PGlite's declarations
+ * need Node's and Emscripten's types, which a browser app type-checking the package may not have.
+ */
+export async function dropTemplateDatabases(pglite: { query(sql: string): Promise<unknown> }): Promise<void> {
   await pglite.query("update pg_database set datistemplate = false where datname in ('template0', 'template1')");
   // One statement each: DROP DATABASE runs outside a transaction block.
   await pglite.query('drop database template0');
