@@ -26,6 +26,12 @@ test('aliases and units normalise to the canonical names', () => {
   ];
   for (const [input, expected] of cases) assert.deepEqual(normalizeVitals(input).vitals, expected, JSON.stringify(input));
   assert.deepEqual(normalizeVitals({ pulse: 70, hr: 90 }), { vitals: { heart_rate: 70, unreadable: { hr: 90 } }, vitalFlags: [], reviewFlags: ['heart_rate_conflicting'] });
+  // A conversion that overflows is no number (fast-check found -9.99e306 °C: -Infinity °F, null once stored).
+  for (const temp of [-9.987184082568421e306, -1e308, `1${'0'.repeat(308)} C`]) {
+    const { vitals } = normalizeVitals({ temp });
+    assert.deepEqual(vitals, { unreadable: { temp } }, String(temp));
+  }
+  assert.deepEqual(normalizeVitals({ weight_kg: 1.7e308 }).vitals, { unreadable: { weight_kg: 1.7e308 } });
   assert.deepEqual(normalizeVitals(undefined), { vitals: null, vitalFlags: [], reviewFlags: [] });
   assert.deepEqual(normalizeVitals({}), { vitals: null, vitalFlags: [], reviewFlags: [] });
   // A member named like Object.prototype's stays plain data.

@@ -135,7 +135,13 @@ const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 *
 function canonical(name: VitalName, value: unknown, keyUnit: string): number | null {
   const r = reading(value);
   if (!r) return null;
-  const unit = r.unit || keyUnit;
+  const n = inCanonicalUnit(name, r, r.unit || keyUnit);
+  // A conversion can overflow (-1e307 °C is -Infinity °F, which JSON writes as null): such a
+  // reading is unreadable, and kept as sent.
+  return n !== null && Number.isFinite(n) ? n : null;
+}
+
+function inCanonicalUnit(name: VitalName, r: { n: number }, unit: string): number | null {
   switch (name) {
     case 'temperature_f':
       if (unit === 'c' || unit === 'celsius') return round((r.n * 9) / 5 + 32, 1);
