@@ -2,8 +2,9 @@
 -- for each owner of a row a statement inserted, updated or deleted (migration 0026), and the
 -- previous owner's bare id when a row leaves its owner — and a transaction's identical pokes
 -- collapsed at commit as before, but the per-row trigger called PL/pgSQL and pg_notify for every
--- row: 1,000 rows inserted in 4.3 ms with it against 2.4 ms with none, and a device's batch of
--- 1,000 queued mutations writes about 1,400 rows across these tables. A statement-level trigger
+-- row: 1,000 timer events took one INSERT 14.3 ms with it and 11.8 ms with this (PostgreSQL; PGlite
+-- 29.2 and 24.6 ms), and a device's batch of 1,000 queued mutations writes about 1,400 rows across
+-- these tables (bench/README.md, sync-reconcile, stop 54). A statement-level trigger
 -- reads the statement's rows once (a transition table) and pokes each distinct owner. The row
 -- that leaves its owner keeps a row trigger, whose WHEN skips every other row without a call.
 CREATE FUNCTION fieldchart_notify_owners() RETURNS trigger
