@@ -27,84 +27,19 @@ BEGIN
 END;
 $$;
 --> statement-breakpoint
-DROP TRIGGER patients_notify ON patients;
---> statement-breakpoint
-CREATE TRIGGER patients_notify_insert AFTER INSERT ON patients REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER patients_notify_update AFTER UPDATE ON patients REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER patients_notify_delete AFTER DELETE ON patients REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER patients_notify_owner_left AFTER UPDATE ON patients FOR EACH ROW WHEN (NEW.owner_id IS DISTINCT FROM OLD.owner_id) EXECUTE FUNCTION fieldchart_notify_previous_owner();
---> statement-breakpoint
-DROP TRIGGER patient_referrals_notify ON patient_referrals;
---> statement-breakpoint
-CREATE TRIGGER patient_referrals_notify_insert AFTER INSERT ON patient_referrals REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER patient_referrals_notify_update AFTER UPDATE ON patient_referrals REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER patient_referrals_notify_delete AFTER DELETE ON patient_referrals REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER patient_referrals_notify_owner_left AFTER UPDATE ON patient_referrals FOR EACH ROW WHEN (NEW.owner_id IS DISTINCT FROM OLD.owner_id) EXECUTE FUNCTION fieldchart_notify_previous_owner();
---> statement-breakpoint
-DROP TRIGGER visits_notify ON visits;
---> statement-breakpoint
-CREATE TRIGGER visits_notify_insert AFTER INSERT ON visits REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER visits_notify_update AFTER UPDATE ON visits REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER visits_notify_delete AFTER DELETE ON visits REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER visits_notify_owner_left AFTER UPDATE ON visits FOR EACH ROW WHEN (NEW.owner_id IS DISTINCT FROM OLD.owner_id) EXECUTE FUNCTION fieldchart_notify_previous_owner();
---> statement-breakpoint
-DROP TRIGGER timer_events_notify ON timer_events;
---> statement-breakpoint
-CREATE TRIGGER timer_events_notify_insert AFTER INSERT ON timer_events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER timer_events_notify_update AFTER UPDATE ON timer_events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER timer_events_notify_delete AFTER DELETE ON timer_events REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER timer_events_notify_owner_left AFTER UPDATE ON timer_events FOR EACH ROW WHEN (NEW.owner_id IS DISTINCT FROM OLD.owner_id) EXECUTE FUNCTION fieldchart_notify_previous_owner();
---> statement-breakpoint
-DROP TRIGGER soap_notes_notify ON soap_notes;
---> statement-breakpoint
-CREATE TRIGGER soap_notes_notify_insert AFTER INSERT ON soap_notes REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER soap_notes_notify_update AFTER UPDATE ON soap_notes REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER soap_notes_notify_delete AFTER DELETE ON soap_notes REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER soap_notes_notify_owner_left AFTER UPDATE ON soap_notes FOR EACH ROW WHEN (NEW.owner_id IS DISTINCT FROM OLD.owner_id) EXECUTE FUNCTION fieldchart_notify_previous_owner();
---> statement-breakpoint
-DROP TRIGGER visit_mileage_notify ON visit_mileage;
---> statement-breakpoint
-CREATE TRIGGER visit_mileage_notify_insert AFTER INSERT ON visit_mileage REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER visit_mileage_notify_update AFTER UPDATE ON visit_mileage REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER visit_mileage_notify_delete AFTER DELETE ON visit_mileage REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER visit_mileage_notify_owner_left AFTER UPDATE ON visit_mileage FOR EACH ROW WHEN (NEW.owner_id IS DISTINCT FROM OLD.owner_id) EXECUTE FUNCTION fieldchart_notify_previous_owner();
---> statement-breakpoint
-DROP TRIGGER notifications_notify ON notifications;
---> statement-breakpoint
-CREATE TRIGGER notifications_notify_insert AFTER INSERT ON notifications REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER notifications_notify_update AFTER UPDATE ON notifications REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER notifications_notify_delete AFTER DELETE ON notifications REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER notifications_notify_owner_left AFTER UPDATE ON notifications FOR EACH ROW WHEN (NEW.owner_id IS DISTINCT FROM OLD.owner_id) EXECUTE FUNCTION fieldchart_notify_previous_owner();
---> statement-breakpoint
-DROP TRIGGER ai_transcriptions_notify ON ai_transcriptions;
---> statement-breakpoint
-CREATE TRIGGER ai_transcriptions_notify_insert AFTER INSERT ON ai_transcriptions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER ai_transcriptions_notify_update AFTER UPDATE ON ai_transcriptions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER ai_transcriptions_notify_delete AFTER DELETE ON ai_transcriptions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners();
---> statement-breakpoint
-CREATE TRIGGER ai_transcriptions_notify_owner_left AFTER UPDATE ON ai_transcriptions FOR EACH ROW WHEN (NEW.owner_id IS DISTINCT FROM OLD.owner_id) EXECUTE FUNCTION fieldchart_notify_previous_owner();
+-- The same four triggers on every synced table, in place of its row trigger.
+DO $$
+DECLARE
+  t text;
+BEGIN
+  FOREACH t IN ARRAY ARRAY['patients', 'patient_referrals', 'visits', 'timer_events', 'soap_notes', 'visit_mileage', 'notifications', 'ai_transcriptions'] LOOP
+    EXECUTE format('DROP TRIGGER %I ON %I', t || '_notify', t);
+    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %I REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners()', t || '_notify_insert', t);
+    EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON %I REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners()', t || '_notify_update', t);
+    EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON %I REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION fieldchart_notify_owners()', t || '_notify_delete', t);
+    EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON %I FOR EACH ROW WHEN (NEW.owner_id IS DISTINCT FROM OLD.owner_id) EXECUTE FUNCTION fieldchart_notify_previous_owner()', t || '_notify_owner_left', t);
+  END LOOP;
+END
+$$;
 --> statement-breakpoint
 DROP FUNCTION fieldchart_notify_owner();
