@@ -2,8 +2,8 @@
  * The pokes a write sends (migration 0028: once per statement and owner, not once per row),
  * read by a real LISTEN on each backend: every owner of a row a statement inserts, updates or
  * deletes gets `<owner>:<table>`, a row that leaves its owner pokes the previous owner bare
- * (the full diff), a statement that changes nothing pokes nobody, and nothing leaves before
- * the commit or after a rollback.
+ * (the full diff), a statement that changes nothing pokes nobody, a transaction's pokes
+ * collapse, and a rollback sends none.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -58,7 +58,8 @@ forEachBackend('sync: the pokes a write sends', (backend) => {
     return got;
   }
   const db = () => server.runtime.services.unitOfWork.db;
-  const uuids = (ids: readonly string[]) => sql.raw(`array[${ids.map((id) => `'${id}'`).join(',')}]::uuid[]`);
+  // One bound parameter, an array literal (as the sync ledger sends its ids).
+  const uuids = (ids: readonly string[]) => sql`${`{${ids.join(',')}}`}::uuid[]`;
 
   test('rows of one owner inserted by one statement: one poke of their table', async () => {
     const pokes = await pokesOf(() =>

@@ -135,34 +135,35 @@ const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 *
 function canonical(name: VitalName, value: unknown, keyUnit: string): number | null {
   const r = reading(value);
   if (!r) return null;
-  const n = inCanonicalUnit(name, r, r.unit || keyUnit);
+  const n = inCanonicalUnit(name, r.n, r.unit || keyUnit);
   // A conversion can overflow (-1e307 °C is -Infinity °F, which JSON writes as null): such a
   // reading is unreadable, and kept as sent.
   return n !== null && Number.isFinite(n) ? n : null;
 }
 
-function inCanonicalUnit(name: VitalName, r: { n: number }, unit: string): number | null {
+/** `n` written in `unit`, in the canonical unit of `name`; null for a unit it is never written in. */
+function inCanonicalUnit(name: VitalName, n: number, unit: string): number | null {
   switch (name) {
     case 'temperature_f':
-      if (unit === 'c' || unit === 'celsius') return round((r.n * 9) / 5 + 32, 1);
-      if (unit === 'f' || unit === 'fahrenheit') return r.n;
+      if (unit === 'c' || unit === 'celsius') return round((n * 9) / 5 + 32, 1);
+      if (unit === 'f' || unit === 'fahrenheit') return n;
       // No unit: a body temperature below 50 can only be Celsius.
-      return unit === '' ? (r.n < 50 ? round((r.n * 9) / 5 + 32, 1) : r.n) : null;
+      return unit === '' ? (n < 50 ? round((n * 9) / 5 + 32, 1) : n) : null;
     case 'weight_lb':
-      if (unit === 'kg' || unit === 'kgs') return round(r.n * 2.20462, 1);
-      return ['', 'lb', 'lbs', 'pound', 'pounds'].includes(unit) ? r.n : null;
+      if (unit === 'kg' || unit === 'kgs') return round(n * 2.20462, 1);
+      return ['', 'lb', 'lbs', 'pound', 'pounds'].includes(unit) ? n : null;
     case 'blood_glucose':
-      if (unit === 'mmol/l' || unit === 'mmol') return Math.round(r.n * 18.016);
-      return ['', 'mg/dl', 'mg'].includes(unit) ? r.n : null;
+      if (unit === 'mmol/l' || unit === 'mmol') return Math.round(n * 18.016);
+      return ['', 'mg/dl', 'mg'].includes(unit) ? n : null;
     case 'oxygen_saturation':
-      return ['', '%'].includes(unit) ? r.n : null;
+      return ['', '%'].includes(unit) ? n : null;
     case 'pain_level':
-      return ['', '/10'].includes(unit) ? r.n : null;
+      return ['', '/10'].includes(unit) ? n : null;
     case 'systolic_bp':
     case 'diastolic_bp':
-      return ['', 'mmhg'].includes(unit) ? r.n : null;
+      return ['', 'mmhg'].includes(unit) ? n : null;
     default:
-      return ['', 'bpm', '/min', 'min'].includes(unit) ? r.n : null;
+      return ['', 'bpm', '/min', 'min'].includes(unit) ? n : null;
   }
 }
 
