@@ -1,9 +1,10 @@
 /**
  * Reconcile: a device comes back online with 1k, then 10k queued mutations and drains its
  * outbox over the sync socket with as many unacknowledged as the server's `welcome` allows
- * (`max_in_flight`, from protocol 3; protocol 4, the client library's and the default here, gets
- * a batch's answers gathered in `answers` frames; BENCH_RECONCILE_PROTOCOL=3 for one frame per
- * answer, =2 for the 100 of protocols 1–2) — the time
+ * (`max_in_flight`, from protocol 3; protocol 4 gets a batch's answers gathered in `answers`
+ * frames; protocol 5, the client library's and the default here, also sends each refill of the
+ * window in `mutations` frames of up to 500; BENCH_RECONCILE_PROTOCOL=4 for one frame per
+ * mutation, =3 for one frame per answer, =2 for the 100 of protocols 1–2) — the time
  * from hello (with the cursor it holds) to the last ack, and mutations/s. The live feed pokes
  * that its own writes cause run meanwhile, as they would on a real reconnect.
  *
@@ -44,7 +45,7 @@ const SIZES = process.env.BENCH_RECONCILE_SIZES
 /** BENCH_RECONCILE_REST=0: leave out the REST baselines (minutes on a loaded machine) while iterating. */
 const WITH_REST = process.env.BENCH_RECONCILE_REST !== '0';
 /** The protocol the device speaks: 3 and 4 are told their window in `welcome.max_in_flight`, 1 and 2 keep 100. */
-const PROTOCOL = Number(process.env.BENCH_RECONCILE_PROTOCOL ?? 4);
+const PROTOCOL = Number(process.env.BENCH_RECONCILE_PROTOCOL ?? 5);
 const IN_FLIGHT_BEFORE_V3 = 100;
 let inFlight = IN_FLIGHT_BEFORE_V3;
 const REST_CONNECTIONS = 10;
@@ -130,11 +131,20 @@ async function drainOverSync(url: string, token: string, mutations: readonly Mut
     let rejects = 0;
     let firstReject: string | null = null;
     const started = performance.now();
+    // Protocol 5 sends a refill of the window as one `mutations` frame (cut at 500, as the
+    // client library cuts them), earlier ones a frame per mutation.
+    let refill: object[] = [];
+    const flush = () => {
+      for (let i = 0; i < refill.length; i += 500) peer.send({ type: 'mutations', mutations: refill.slice(i, i + 500) });
+      refill = [];
+    };
     const sendNext = () => {
       const m = mutations[sent];
       if (!m) return;
       sent++;
-      peer.send({ type: 'mutation', mutation_id: sent, name: m.name, args: m.args, client_time: new Date().toISOString() });
+      const mutation = { type: 'mutation', mutation_id: sent, name: m.name, args: m.args, client_time: new Date().toISOString() };
+      if (PROTOCOL >= 5) refill.push(mutation);
+      else peer.send(mutation);
     };
     const done = new Promise<void>((resolve, reject) => {
       const answered = (m: ServerMessage) => {
@@ -154,6 +164,7 @@ async function drainOverSync(url: string, token: string, mutations: readonly Mut
       peer.on((m) => {
         if (m.type !== 'answers') return answered(m);
         for (const a of m.answers) answered(a);
+        flush();
         return true;
       });
     });
@@ -164,6 +175,7 @@ async function drainOverSync(url: string, token: string, mutations: readonly Mut
     if (welcome.last_mutation_id !== 0) throw new Error(`a fresh device has last_mutation_id ${welcome.last_mutation_id}`);
     inFlight = welcome.max_in_flight ?? IN_FLIGHT_BEFORE_V3;
     for (let i = 0; i < inFlight; i++) sendNext();
+    flush();
     await done;
     const ms = performance.now() - started;
     return { ms, syncedMs: await caughtUp, acks, rejects, firstReject };

@@ -25,8 +25,8 @@ function olderServer(spoken: number[]): void {
 }
 
 test('a server that speaks only older protocols is spoken to in the newest of them: welcomed, synced, writes acknowledged', async () => {
-  assert.equal(PROTOCOL_VERSION, 4, 'this test stands for a server one version behind the library');
-  olderServer([1, 2, 3]);
+  assert.equal(PROTOCOL_VERSION, 5, 'this test stands for a server one version behind the library');
+  olderServer([1, 2, 3, 4]);
   peer.maxInFlight = 50;
   peer.onMutation = () => ({ ack: null });
   const patient = uuid();
@@ -41,7 +41,7 @@ test('a server that speaks only older protocols is spoken to in the newest of th
     await client.sync.whenSynced({ timeoutMs: 20_000 });
     assert.deepEqual(
       peer.hellos.slice(hellos).map((h) => h.protocol),
-      [4, 3],
+      [5, 4],
     );
     await client.visits.recordTimerEvents(visitId, [ev('start_travel', '2026-11-21T14:00:00.000Z')]);
     await client.sync.whenSynced({ timeoutMs: 20_000 });
@@ -49,10 +49,10 @@ test('a server that speaks only older protocols is spoken to in the newest of th
     assert.equal(client.sync.status.halted, null);
     assert.equal(client.sync.status.lastError, null, 'stepping down is not a failure to show');
 
-    // The next socket of this engine says 3 at once: no refused hello per reconnect.
+    // The next socket of this engine says 4 at once: no refused hello per reconnect.
     peer.closeAll(1001);
     await eventually(() => assert.equal(peer.hellos.length - hellos, 3));
-    assert.equal(peer.hellos.at(-1)?.protocol, 3);
+    assert.equal(peer.hellos.at(-1)?.protocol, 4);
     await client.sync.whenSynced({ timeoutMs: 20_000 });
   } finally {
     await client.close();
@@ -62,9 +62,9 @@ test('a server that speaks only older protocols is spoken to in the newest of th
 
 test('a server that names no version the device speaks, or refuses each it names, stops it after one try of each', async () => {
   for (const [refuse, expected] of [
-    [(): { code: number; reason: string } => ({ code: CLOSE_CODES.protocol_unsupported, reason: protocolUnsupportedReason([5, 6]) }), [4]],
-    [(): { code: number; reason: string } => ({ code: CLOSE_CODES.protocol_unsupported, reason: protocolUnsupportedReason([1, 2, 3]) }), [4, 3, 2, 1]],
-    [(): { code: number; reason: string } => ({ code: CLOSE_CODES.protocol_unsupported, reason: 'update the app' }), [4]],
+    [(): { code: number; reason: string } => ({ code: CLOSE_CODES.protocol_unsupported, reason: protocolUnsupportedReason([6, 7]) }), [5]],
+    [(): { code: number; reason: string } => ({ code: CLOSE_CODES.protocol_unsupported, reason: protocolUnsupportedReason([1, 2, 3]) }), [5, 3, 2, 1]],
+    [(): { code: number; reason: string } => ({ code: CLOSE_CODES.protocol_unsupported, reason: 'update the app' }), [5]],
   ] as const) {
     peer.onHello = refuse;
     const hellos = peer.hellos.length;

@@ -49,6 +49,13 @@ export class ProtocolPeer {
   window = { from: '2000-01-01', to: '2100-01-01' };
   /** `welcome.max_in_flight`, sent (with protocol 3) when set. */
   maxInFlight: number | null = null;
+  /**
+   * The protocol the peer welcomes with when set (at most the hello's; its `max_in_flight` is
+   * then `maxInFlight` or 100): 5 takes `mutations` frames. Unset: 3 with `maxInFlight`, else 1.
+   */
+  speaks: number | null = null;
+  /** The size of each `mutations` frame received, in order. */
+  readonly mutationsFrames: number[] = [];
   tokenExpiresAt = () => new Date(Date.now() + 3600_000).toISOString();
   userId = '0b7e7f2e-5a49-4c0e-9a51-2f6f0d1f6a11';
   /** Decides each new mutation; default: acknowledge. */
@@ -169,15 +176,16 @@ export class ProtocolPeer {
           },
         };
         this.sockets.push(socket);
+        const protocol = this.speaks !== null ? Math.min(m.protocol, this.speaks) : this.maxInFlight === null ? 1 : 3;
         socket.send({
           type: 'welcome',
-          protocol: this.maxInFlight === null ? 1 : 3,
+          protocol,
           user_id: this.userId,
           server_time: new Date().toISOString(),
           last_mutation_id: this.lastMutationId.get(m.client_id) ?? 0,
           token_expires_at: this.tokenExpiresAt(),
           window: this.window,
-          ...(this.maxInFlight === null ? {} : { max_in_flight: this.maxInFlight }),
+          ...(protocol >= 3 ? { max_in_flight: this.maxInFlight ?? 100 } : {}),
         });
         const since = m.cursor ? Number(m.cursor.split('.')[1]) : null;
         if (since === null) socket.send({ type: 'reset', reason: 'first_sync' });
@@ -200,6 +208,12 @@ export class ProtocolPeer {
 
   private handle(s: PeerSocket, m: ClientMessage): void {
     switch (m.type) {
+      case 'mutations': {
+        if (s.hello.protocol < 5) return s.ws.close(4400, 'mutations frames need protocol 5');
+        this.mutationsFrames.push(m.mutations.length);
+        for (const one of m.mutations) this.handle(s, one);
+        return;
+      }
       case 'mutation': {
         this.frames.push(m);
         const last = this.lastMutationId.get(s.hello.client_id) ?? 0;

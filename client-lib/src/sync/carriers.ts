@@ -7,29 +7,71 @@
 import { PROTOCOL_VERSION } from '@fieldchart/schema/sync';
 import type { RestClient } from '../rest/index.ts';
 import type { Connection } from './connection.ts';
-import { DEFAULT_WINDOW, type Carrier } from './uploader.ts';
+import { DEFAULT_WINDOW, type Carrier, type OutgoingMutation } from './uploader.ts';
 
 /** Bytes of mutations per `POST /sync/mutations` (the route takes up to MAX_MUTATION_BYTES + 1 MiB). */
 const HTTP_BATCH_BYTES = 1024 * 1024;
 
+/** The protocol from which a socket takes `mutations` frames. */
+const MUTATIONS_FRAMES_FROM = 5;
+/** Mutations per `mutations` frame, at most (the server takes up to 1,000). */
+const FRAME_MUTATIONS = 500;
 /**
- * Mutation frames on a welcomed socket; `settleAfter` is the feed's rule for this socket, and
- * `window` the unanswered mutations its `welcome` allows (protocol 3's `max_in_flight`).
+ * UTF-16 units of mutations' JSON per `mutations` frame: at most 3 bytes each in UTF-8, so a
+ * frame stays under the socket's 4 MiB; a mutation as long alone goes in a frame of its own.
  */
-export function socketCarrier(conn: Connection, settleAfter: (duplicate: boolean) => number | null, window = DEFAULT_WINDOW): Carrier {
+const FRAME_UNITS = 1024 * 1024;
+
+/**
+ * Mutations on a welcomed socket: from protocol 5 (`spoken`, the welcome's) together in
+ * `mutations` frames, before one frame each. `settleAfter` is the feed's rule for this socket,
+ * and `window` the unanswered mutations its `welcome` allows (protocol 3's `max_in_flight`).
+ */
+export function socketCarrier(conn: Connection, settleAfter: (duplicate: boolean) => number | null, window = DEFAULT_WINDOW, spoken = 1): Carrier {
   return {
     batchBytes: Number.POSITIVE_INFINITY,
     window,
     send(batch) {
-      let sent = 0;
-      for (const m of batch) {
-        if (!conn.send({ type: 'mutation', ...m })) break;
-        sent++;
-      }
+      const sent = spoken >= MUTATIONS_FRAMES_FROM ? sendTogether(conn, batch) : sendEach(conn, batch);
       return Promise.resolve({ sent, answers: [] });
     },
     settleAfter,
   };
+}
+
+/** One frame per mutation; how many went out. */
+function sendEach(conn: Connection, batch: readonly OutgoingMutation[]): number {
+  let sent = 0;
+  for (const m of batch) {
+    if (!conn.send({ type: 'mutation', ...m })) break;
+    sent++;
+  }
+  return sent;
+}
+
+/** `mutations` frames cut by count and length, in order; how many mutations went out. */
+function sendTogether(conn: Connection, batch: readonly OutgoingMutation[]): number {
+  let sent = 0;
+  let items: string[] = [];
+  let units = 0;
+  const flush = (): boolean => {
+    if (items.length === 0) return true;
+    const ok = conn.sendText(`{"type":"mutations","mutations":[${items.join(',')}]}`);
+    if (ok) sent += items.length;
+    items = [];
+    units = 0;
+    return ok;
+  };
+  for (const m of batch) {
+    const json = JSON.stringify({ type: 'mutation', ...m });
+    if (items.length >= FRAME_MUTATIONS || (items.length > 0 && units + json.length > FRAME_UNITS)) {
+      if (!flush()) return sent;
+    }
+    items.push(json);
+    units += json.length;
+  }
+  flush();
+  return sent;
 }
 
 /**

@@ -92,9 +92,14 @@ export class Connection {
 
   /** Sends a message; false if the socket is not open (the caller resends after reconnecting). */
   send(message: ClientMessage): boolean {
+    return this.sendText(JSON.stringify(message));
+  }
+
+  /** Sends a message already serialised (a `ClientMessage`'s JSON), as `send` does. */
+  sendText(text: string): boolean {
     if (!this.isOpen) return false;
     try {
-      this.socket.send(JSON.stringify(message));
+      this.socket.send(text);
       return true;
     } catch {
       return false;

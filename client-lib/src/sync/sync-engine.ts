@@ -299,7 +299,7 @@ export class SyncEngine {
     this.parts.keepTokenFresh(m.token_expires_at);
     this.state.patch({ connected: true, halted: null, pending: await pendingCount(db), downloading: true, current: false });
     this.events.emit('change', { reason: 'feed' });
-    const carrier = socketCarrier(conn, (duplicate) => this.parts.feed.settleAfter(duplicate), m.max_in_flight);
+    const carrier = socketCarrier(conn, (duplicate) => this.parts.feed.settleAfter(duplicate), m.max_in_flight, m.protocol);
     this.welcomed = carrier;
     this.parts.uploader.attach(carrier, m.last_mutation_id, { rekey: this.superseded });
     this.superseded = false;

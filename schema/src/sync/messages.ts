@@ -3,14 +3,15 @@ import * as z from 'zod';
 /** The messages of the sync channel (docs/sync-protocol.md). JSON text frames, one per frame. */
 
 /** The version this package's client speaks (docs/sync-protocol.md, Versioning). */
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 /**
  * Every version a server speaks: apps in the field still say 1. Version 2 adds
  * `synced.acked_through` and the `conflict` answer to a mutation (a cloned install); version 3
  * adds `welcome.max_in_flight`, a larger window of unanswered mutations; version 4 sends a
- * batch's answers together, in `answers` frames.
+ * batch's answers together, in `answers` frames; version 5 lets the device send its mutations
+ * together, in `mutations` frames.
  */
-export const SUPPORTED_PROTOCOLS: readonly number[] = [1, 2, 3, 4];
+export const SUPPORTED_PROTOCOLS: readonly number[] = [1, 2, 3, 4, 5];
 
 export const SYNC_TABLES = [
   'patients',
@@ -80,6 +81,26 @@ export type IncomingMutation = z.infer<typeof incomingMutation>;
 /** The largest mutation (its JSON) the server applies: a signature image (2 MB of base64) fits. */
 export const MAX_MUTATION_BYTES = 3 * 1024 * 1024;
 
+/** Protocol 5: the most mutations one `mutations` frame may carry (the frame's 4 MiB bounds it too). */
+export const MAX_MUTATIONS_PER_FRAME = 1000;
+
+/**
+ * Protocol 5: mutations sent together, in order, each exactly as it would travel alone. A
+ * device draining its outbox sends a frame per refill of its window instead of one per
+ * mutation (docs/sync-protocol.md, Versioning); each is still answered on its own.
+ */
+export const mutationsMessage = z
+  .object({ type: z.literal('mutations'), mutations: z.array(mutationMessage).min(1).max(MAX_MUTATIONS_PER_FRAME) })
+  .strict();
+
+/**
+ * A `mutations` frame as the server takes it: each item as `incomingMutation` (answered on its
+ * own whatever else is wrong with it), the frame refused only when an item has no valid id.
+ */
+export const incomingMutations = z
+  .object({ type: z.literal('mutations'), mutations: z.array(incomingMutation).min(1).max(MAX_MUTATIONS_PER_FRAME) })
+  .loose();
+
 export const docOpenMessage = z.object({ type: z.literal('doc_open'), doc: docName }).strict();
 export const docCloseMessage = z.object({ type: z.literal('doc_close'), doc: docName }).strict();
 export const docMessage = z.object({ type: z.literal('doc'), doc: docName, message: base64 }).strict();
@@ -88,6 +109,7 @@ export const clientMessage = z.discriminatedUnion('type', [
   helloMessage,
   authMessage,
   mutationMessage,
+  mutationsMessage,
   docOpenMessage,
   docCloseMessage,
   docMessage,

@@ -13,6 +13,7 @@ import {
   protocolUnsupportedReason,
   clientMessage,
   incomingMutation,
+  incomingMutations,
   type ClientMessage,
   type CloseCodeName,
   type ServerMessage,
@@ -27,8 +28,11 @@ import { answersFrames, FeedFrames } from './feed-frames.ts';
 import { SocketQueue } from './socket-queue.ts';
 
 type HelloMessage = Extract<ClientMessage, { type: 'hello' }>;
-/** A frame as the queue holds it: mutations not judged yet (each is answered on its own). */
-type Frame = Exclude<ClientMessage, { type: 'mutation' }> | MutationMessage;
+/**
+ * A frame as the queue holds it: mutations not judged yet (each is answered on its own); a
+ * `mutations` frame is queued as the mutations it carries.
+ */
+type Frame = Exclude<ClientMessage, { type: 'mutation' | 'mutations' }> | MutationMessage;
 
 /**
  * A device keeps at most this many mutations unanswered (docs/sync-protocol.md, Limits):
@@ -75,7 +79,9 @@ const FEED_MAX_DEFER_MS = 500;
 type Answer = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' | 'failed' | 'conflict' }>;
 
 const isDraftFrame = (f: Frame) => f.type === 'doc_open' || f.type === 'doc' || f.type === 'doc_close';
-const isMutationFrame = (json: unknown): boolean => typeof json === 'object' && json !== null && (json as { type?: unknown }).type === 'mutation';
+const typeOf = (json: unknown): unknown => (typeof json === 'object' && json !== null ? (json as { type?: unknown }).type : undefined);
+/** The protocol from which a device may send `mutations` frames. */
+const MUTATIONS_FRAMES_FROM = 5;
 
 export class SyncConnection implements DraftPeer, HeldConnection {
   readonly id = randomUUID();
@@ -130,6 +136,8 @@ export class SyncConnection implements DraftPeer, HeldConnection {
    */
   private retryingFrom: number | null = null;
   private helloReceived = false;
+  /** The protocol the device's hello said, known on arrival (`protocol` is set once hello is handled). */
+  private saidProtocol = 0;
   private helloTimer: NodeJS.Timeout | null;
   private expiryTimer: NodeJS.Timeout | null = null;
   /** Answered the last ping (the hub pings every socket on one timer: `heartbeat`). */
@@ -238,7 +246,8 @@ export class SyncConnection implements DraftPeer, HeldConnection {
 
   private onFrame(data: unknown, isBinary: boolean): void {
     if (this.state === 'closed') return;
-    let message: Frame | null = null;
+    let messages: Frame[] | null = null;
+    let together = false;
     if (!isBinary) {
       try {
         // The keys HTTP drops, by the same parser: it scans only a text that holds one, so a
@@ -247,26 +256,40 @@ export class SyncConnection implements DraftPeer, HeldConnection {
         // A mutation with a valid id is answered whatever else is wrong with it (an unknown
         // name, bad arguments): closing the socket would only make the device resend it. Its
         // envelope is judged once, by the ledger, which answers a fault as its reject.
-        const parsed = isMutationFrame(json) ? incomingMutation.safeParse(json) : clientMessage.safeParse(json);
-        message = parsed.success ? parsed.data : null;
+        const type = typeOf(json);
+        if (type === 'mutations') {
+          together = true;
+          const parsed = incomingMutations.safeParse(json);
+          messages = parsed.success ? parsed.data.mutations : null;
+        } else {
+          const parsed = type === 'mutation' ? incomingMutation.safeParse(json) : clientMessage.safeParse(json);
+          messages = parsed.success ? [parsed.data as Frame] : null;
+        }
       } catch {
-        message = null;
+        messages = null;
       }
     }
-    if (!message) return this.close('bad_message', 'Not a valid sync message');
+    const [first] = messages ?? [];
+    if (!messages || !first) return this.close('bad_message', 'Not a valid sync message');
     // Decided on arrival, not on the state: frames may follow hello before welcome is sent (they
     // wait in the queue), and a second hello must never reach hello() — it would swap the
     // socket's identity after the first was checked.
-    if (!this.helloReceived && message.type !== 'hello') return this.close('bad_message', 'The first message must be hello');
-    if (this.helloReceived && message.type === 'hello') return this.close('bad_message', 'hello was already received');
+    if (!this.helloReceived && first.type !== 'hello') return this.close('bad_message', 'The first message must be hello');
+    if (this.helloReceived && first.type === 'hello') return this.close('bad_message', 'hello was already received');
+    if (first.type === 'hello') this.saidProtocol = first.protocol;
+    if (together && this.saidProtocol < MUTATIONS_FRAMES_FROM) return this.close('bad_message', 'mutations frames need protocol 5');
     this.helloReceived = true;
-    if (message.type === 'mutation') {
-      this.mutationsReceived++;
-      this.receivedSinceAnswer++;
+    // ws hands a message over as one Buffer (binaryType 'nodebuffer', its default); a frame's
+    // mutations share its size.
+    const bytes = Buffer.isBuffer(data) ? Math.ceil(data.length / messages.length) : 0;
+    for (const message of messages) {
+      if (message.type === 'mutation') {
+        this.mutationsReceived++;
+        this.receivedSinceAnswer++;
+      }
+      this.frameBytes.set(message, bytes);
+      if (!this.queue.push(message)) return this.close('bad_message', 'Too many messages waiting; wait for answers');
     }
-    // ws hands a message over as one Buffer (binaryType 'nodebuffer', its default).
-    this.frameBytes.set(message, Buffer.isBuffer(data) ? data.length : 0);
-    if (!this.queue.push(message)) this.close('bad_message', 'Too many messages waiting; wait for answers');
   }
 
   /** One frame, or a run of consecutive mutations (one transaction), from the queue. */

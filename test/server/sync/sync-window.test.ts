@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import type { ServerMessage } from '@fieldchart/schema/sync';
+import { CLOSE_CODES, MAX_MUTATIONS_PER_FRAME, type ServerMessage } from '@fieldchart/schema/sync';
 import { forEachBackend } from '../../helpers/backends.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { helloSync, nextFeed, type SyncSocket } from '../../helpers/sync-socket.ts';
@@ -49,7 +49,7 @@ forEachBackend('sync window (protocol 3)', (backend) => {
       assert.equal(welcome.max_in_flight, undefined, `protocol ${protocol} keeps its welcome`);
       socket.close();
     }
-    for (const protocol of [3, 4]) {
+    for (const protocol of [3, 4, 5]) {
       const { socket, welcome } = await helloSync(server, user.token, randomUUID(), null, protocol);
       assert.equal(welcome.protocol, protocol);
       // A database of one session (PGlite) keeps transactions short: every other request waits behind each.
@@ -98,6 +98,80 @@ forEachBackend('sync window (protocol 3)', (backend) => {
     const flat = (frames: ServerMessage[]) =>
       frames.flatMap((f) => (f.type === 'answers' ? f.answers : [f as Answer])).map((a) => `${a.mutation_id} ${a.type}${a.type === 'reject' ? ` ${a.status} ${a.code}` : ''}`);
     assert.deepEqual(flat(four.frames), flat(three.frames));
+  });
+
+  test('protocol 5: a window sent in `mutations` frames is answered as the same mutations sent one frame each, each fault its own', async () => {
+    const user = await utcClinician(server);
+    /** The window's mutations of one device: creates, with an unknown name, bad arguments, a bad client_time and a refused update among them. */
+    const mutationsOf = (protocol: number, window: number) =>
+      Array.from({ length: window }, (_, k) => {
+        const i = k + 1;
+        const base = { type: 'mutation', mutation_id: i, client_time: new Date().toISOString() };
+        if (i === 3) return { ...base, name: 'patient.teleport', args: {} };
+        if (i === 9) return { ...base, name: 'patient.create', args: 'not an object' };
+        if (i === 11) return { ...base, name: 'patient.create', args: { uuid: randomUUID(), first_name: 'Bad', last_name: 'Time' }, client_time: 'yesterday' };
+        if (i === window - 2) return { ...base, name: 'patient.update', args: { uuid: randomUUID(), first_name: 'Nobody' } };
+        return { ...base, name: 'patient.create', args: { uuid: randomUUID(), first_name: `P${protocol}x${i}`, last_name: 'Together' } };
+      });
+    const flat = (got: Answer[]) => got.map((a) => `${a.mutation_id} ${a.type}${a.type === 'reject' ? ` ${a.status} ${a.code}` : ''}`);
+    const sendWindow = async (protocol: number) => {
+      const clientId = randomUUID();
+      const { socket, welcome } = await helloSync(server, user.token, clientId, null, protocol);
+      await nextFeed(socket);
+      const window = Math.min(welcome.max_in_flight ?? 0, 1200);
+      const mutations = mutationsOf(protocol, window);
+      const mark = socket.received.length;
+      if (protocol < 5) for (const m of mutations) socket.send(m);
+      else {
+        // Frames of 1, 7, 292 and the rest: a frame's mutations may share a transaction with
+        // another frame's, or be cut by one (250 to a transaction on PGlite, 1,000 on PostgreSQL).
+        for (const [from, to] of [[0, 1], [1, 8], [8, 300], [300, window]] as const) socket.send({ type: 'mutations', mutations: mutations.slice(from, to) });
+      }
+      const got = await eventually(
+        () => {
+          const list = socket.received.slice(mark).flatMap((m) => (m.type === 'answers' ? m.answers : ANSWERS.has(m.type) ? [m as Answer] : []));
+          assert.ok(list.length >= window, `${list.length} of ${window} answers`);
+          return list;
+        },
+        { timeoutMs: 120_000, intervalMs: 50 },
+      );
+      const last = await count(sql`select last_mutation_id::int as n from sync_clients where user_id = ${user.uuid}::uuid and client_id = ${clientId}::uuid`);
+      socket.close();
+      return { window, got, last };
+    };
+    const before = await count(sql`select count(*)::int as n from patients where owner_id = ${user.uuid}::uuid`);
+    const four = await sendWindow(4);
+    const five = await sendWindow(5);
+    assert.equal(five.window, four.window);
+    assert.deepEqual(flat(five.got), flat(four.got), 'the same answers, in the same order');
+    assert.equal(five.got.length, five.window, 'each mutation answered once');
+    const rejected = five.got.filter((a) => a.type === 'reject').map((a) => a.mutation_id);
+    assert.deepEqual(rejected, [3, 9, 11, five.window - 2]);
+    assert.equal(five.last, five.window);
+    const after = await count(sql`select count(*)::int as n from patients where owner_id = ${user.uuid}::uuid`);
+    assert.equal(after - before, 2 * (five.window - 4), 'each protocol created the same patients');
+  });
+
+  test('a `mutations` frame that is malformed, too long or sent on protocol 4 closes the socket (4400) and applies nothing', async () => {
+    const user = await utcClinician(server);
+    const mutation = (i: number) => ({ type: 'mutation', mutation_id: i, name: 'patient.create', args: { uuid: randomUUID(), first_name: 'Never', last_name: 'Applied' }, client_time: new Date().toISOString() });
+    const cases: Array<[string, number, unknown]> = [
+      ['on protocol 4', 4, { type: 'mutations', mutations: [mutation(1), mutation(2)] }],
+      ['empty', 5, { type: 'mutations', mutations: [] }],
+      ['not a list', 5, { type: 'mutations', mutations: mutation(1) }],
+      ['an item without an id', 5, { type: 'mutations', mutations: [mutation(1), { ...mutation(2), mutation_id: undefined }] }],
+      ['an item that is not a mutation', 5, { type: 'mutations', mutations: [mutation(1), { type: 'doc_close', doc: `visit/${randomUUID()}/soap` }] }],
+      ['more than the most to a frame', 5, { type: 'mutations', mutations: Array.from({ length: MAX_MUTATIONS_PER_FRAME + 1 }, (_, k) => mutation(k + 1)) }],
+    ];
+    for (const [what, protocol, frame] of cases) {
+      const clientId = randomUUID();
+      const { socket } = await helloSync(server, user.token, clientId, null, protocol);
+      socket.send(frame);
+      assert.equal((await socket.closed).code, CLOSE_CODES.bad_message, what);
+      const seen = await count(sql`select count(*)::int as n from sync_clients where user_id = ${user.uuid}::uuid and client_id = ${clientId}::uuid and last_mutation_id > 0`);
+      assert.equal(seen, 0, `${what}: nothing applied`);
+    }
+    assert.equal(await count(sql`select count(*)::int as n from patients where owner_id = ${user.uuid}::uuid`), 0);
   });
 
   test('a whole window sent at once is answered once, in order, a refusal its own; replayed, nothing changes', async () => {
