@@ -2,7 +2,8 @@
  * One mutation's failure is its own (docs/sync-protocol.md): fast-check batches that mix valid
  * mutations with bad ones — unknown names, wrong types, NUL bytes and lone surrogates, dates
  * PostgreSQL cannot hold, `__proto__` keys, bad `client_time`, arguments that are no object —
- * go through the socket and through `POST /sync/mutations`, on both databases. Every valid
+ * go through the socket (a frame each, or protocol 5's `mutations` frames cut at random) and
+ * through `POST /sync/mutations`, on both databases. Every valid
  * neighbour is applied exactly once (also when the batch is replayed), every bad one gets its
  * own reject (never a retry, a failure, a closed socket or a refused request), and the
  * device's next write goes through. Then the two server-side lines of defence directly: a
@@ -147,7 +148,8 @@ async function answersOn(socket: SyncSocket, from: number, ids: readonly number[
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const answers = new Map<number, Answer>();
-    for (const m of socket.received.slice(from)) if (isAnswer(m) && ids.includes(m.mutation_id) && !answers.has(m.mutation_id)) answers.set(m.mutation_id, m);
+    const received = socket.received.slice(from).flatMap((m) => (m.type === 'answers' ? m.answers : [m]));
+    for (const m of received) if (isAnswer(m) && ids.includes(m.mutation_id) && !answers.has(m.mutation_id)) answers.set(m.mutation_id, m);
     if (answers.size === ids.length) return answers;
     if (Date.now() > deadline) throw new Error(`answered ${answers.size} of ${ids.length}: ${JSON.stringify([...answers.values()])}`);
     const closed = await Promise.race([socket.closed.then((c) => c), new Promise<null>((r) => setTimeout(() => r(null), 10))]);
@@ -200,22 +202,27 @@ forEachBackend('sync mutations: one failure is its own', (backend) => {
     const t0 = Date.now();
     const seed = seedOf(`socket [${backend.name}]`);
     await fc.assert(
-      fc.asyncProperty(batch, async (plan) => {
+      // `together`: protocol 5, the batch in `mutations` frames of that many; null: protocol 1, a frame each.
+      fc.asyncProperty(batch, fc.option(fc.integer({ min: 1, max: 8 }), { nil: null }), async (plan, together) => {
         const clientId = randomUUID();
-        const { socket } = await helloSync(server, user.token, clientId);
+        const { socket } = await helloSync(server, user.token, clientId, null, together === null ? 1 : 5);
+        const sendAll = (sent: readonly Sent[]) => {
+          if (together === null) for (const s of sent) socket.send({ type: 'mutation', ...wire(s) });
+          else for (let i = 0; i < sent.length; i += together) socket.send({ type: 'mutations', mutations: sent.slice(i, i + together).map((s) => ({ type: 'mutation', ...wire(s) })) });
+        };
         try {
           const sent = built(plan, 1);
           const ids = sent.map((s) => s.id);
           const before = await patientIds(server, user);
           const from = socket.received.length;
-          for (const s of sent) socket.send({ type: 'mutation', ...wire(s) });
+          sendAll(sent);
           const answers = await answersOn(socket, from, ids);
           for (const s of sent) checkAnswer(s, answers.get(s.id));
           const afterFirst = await checkApplied(server, user, before, sent, answers);
 
           // The same frames again (a lost answer, a reconnect): the same answers, nothing applied twice.
           const from2 = socket.received.length;
-          for (const s of sent) socket.send({ type: 'mutation', ...wire(s) });
+          sendAll(sent);
           const replayed = await answersOn(socket, from2, ids);
           for (const s of sent) {
             const first = answers.get(s.id) as Answer;
