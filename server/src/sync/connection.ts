@@ -263,7 +263,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
           messages = parsed.success ? parsed.data.mutations : null;
         } else {
           const parsed = type === 'mutation' ? incomingMutation.safeParse(json) : clientMessage.safeParse(json);
-          messages = parsed.success ? [parsed.data as Frame] : null;
+          messages = parsed.success && parsed.data.type !== 'mutations' ? [parsed.data] : null;
         }
       } catch {
         messages = null;
