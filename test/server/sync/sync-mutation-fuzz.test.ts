@@ -282,7 +282,7 @@ forEachBackend('sync mutations: one failure is its own', (backend) => {
     console.log(`# http [${backend.name}]: ${Date.now() - t0} ms`);
   });
 
-  test('an oversized mutation is rejected on its own, over the socket and over HTTP', async () => {
+  test('an oversized mutation is rejected on its own, over the socket (alone or in a mutations frame) and over HTTP', async () => {
     const huge = 'x'.repeat(MAX_MUTATION_BYTES + 10);
     const valid = (id: number): Sent => ({ id, planned: { name: 'patient.create', args: () => null, clientTime: now(), expect: 'ack', label: 'valid' }, args: { ...base(), first_name: 'Big', last_name: 'Neighbour' } });
     const oversized: Sent = { id: 2, planned: { name: 'patient.create', args: () => null, clientTime: now(), expect: 'reject', label: 'oversized' }, args: { ...base(), address: huge } };
@@ -296,6 +296,16 @@ forEachBackend('sync mutations: one failure is its own', (backend) => {
     const r = answers.get(2);
     assert.ok(r?.type === 'reject' && r.status === 413 && r.code === 'payload_too_large', JSON.stringify(r));
     socket.close();
+
+    // Protocol 5: the same three in one `mutations` frame (within the 4 MiB a frame may be).
+    const together = await helloSync(server, user.token, randomUUID(), null, 5);
+    const from5 = together.socket.received.length;
+    together.socket.send({ type: 'mutations', mutations: [valid(1), oversized, valid(3)].map((s) => ({ type: 'mutation', ...wire(s) })) });
+    const answers5 = await answersOn(together.socket, from5, [1, 2, 3]);
+    assert.deepEqual([1, 2, 3].map((id) => answers5.get(id)?.type), ['ack', 'reject', 'ack']);
+    const r5 = answers5.get(2);
+    assert.ok(r5?.type === 'reject' && r5.status === 413 && r5.code === 'payload_too_large', JSON.stringify(r5));
+    together.socket.close();
 
     const res = await server.api('POST', '/sync/mutations', { token: user.token, body: { client_id: randomUUID(), mutations: [valid(1), oversized, valid(3)].map(wire) } });
     assert.equal(res.status, 200, JSON.stringify(res.body).slice(0, 500));
