@@ -176,7 +176,7 @@ export class ProtocolPeer {
           },
         };
         this.sockets.push(socket);
-        const protocol = this.speaks !== null ? Math.min(m.protocol, this.speaks) : this.maxInFlight === null ? 1 : 3;
+        const protocol = this.welcomedProtocol(m);
         socket.send({
           type: 'welcome',
           protocol,
@@ -206,10 +206,15 @@ export class ProtocolPeer {
     s.send({ type: 'synced', cursor, server_time: new Date().toISOString() });
   }
 
+  /** The protocol a socket that said `hello` is welcomed with (`speaks`). */
+  private welcomedProtocol(hello: Extract<ClientMessage, { type: 'hello' }>): number {
+    return this.speaks !== null ? Math.min(hello.protocol, this.speaks) : this.maxInFlight === null ? 1 : 3;
+  }
+
   private handle(s: PeerSocket, m: ClientMessage): void {
     switch (m.type) {
       case 'mutations': {
-        if (s.hello.protocol < 5) return s.ws.close(4400, 'mutations frames need protocol 5');
+        if (this.welcomedProtocol(s.hello) < 5) return s.ws.close(4400, 'mutations frames need protocol 5');
         this.mutationsFrames.push(m.mutations.length);
         for (const one of m.mutations) this.handle(s, one);
         return;
