@@ -11,7 +11,7 @@ import * as Y from 'yjs';
 import * as syncProtocol from 'y-protocols/sync';
 import * as encoding from 'lib0/encoding';
 import * as decoding from 'lib0/decoding';
-import { clientMessage, serverMessage, type Change, type ClientMessage, type ServerMessage } from '@fieldchart/schema/sync';
+import { MUTATIONS_FRAMES_FROM, clientMessage, serverMessage, type Change, type ClientMessage, type ServerMessage } from '@fieldchart/schema/sync';
 
 type MutationMsg = Extract<ClientMessage, { type: 'mutation' }>;
 type Answer = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' }>;
@@ -214,7 +214,7 @@ export class ProtocolPeer {
   private handle(s: PeerSocket, m: ClientMessage): void {
     switch (m.type) {
       case 'mutations': {
-        if (this.welcomedProtocol(s.hello) < 5) return s.ws.close(4400, 'mutations frames need protocol 5');
+        if (this.welcomedProtocol(s.hello) < MUTATIONS_FRAMES_FROM) return s.ws.close(4400, 'mutations frames need protocol 5');
         this.mutationsFrames.push(m.mutations.length);
         for (const one of m.mutations) this.handle(s, one);
         return;

@@ -4,7 +4,7 @@
  * come back in the response). The same mutations, answered the same way, on the server's same
  * exactly-once counter.
  */
-import { PROTOCOL_VERSION } from '@fieldchart/schema/sync';
+import { MUTATIONS_FRAMES_FROM, PROTOCOL_VERSION } from '@fieldchart/schema/sync';
 import type { RestClient } from '../rest/index.ts';
 import type { Connection } from './connection.ts';
 import { DEFAULT_WINDOW, type Carrier, type OutgoingMutation } from './uploader.ts';
@@ -12,8 +12,6 @@ import { DEFAULT_WINDOW, type Carrier, type OutgoingMutation } from './uploader.
 /** Bytes of mutations per `POST /sync/mutations` (the route takes up to MAX_MUTATION_BYTES + 1 MiB). */
 const HTTP_BATCH_BYTES = 1024 * 1024;
 
-/** The protocol from which a socket takes `mutations` frames. */
-const MUTATIONS_FRAMES_FROM = 5;
 /** Mutations per `mutations` frame, at most (the server takes up to 1,000). */
 const FRAME_MUTATIONS = 500;
 /**

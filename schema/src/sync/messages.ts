@@ -81,6 +81,8 @@ export type IncomingMutation = z.infer<typeof incomingMutation>;
 /** The largest mutation (its JSON) the server applies: a signature image (2 MB of base64) fits. */
 export const MAX_MUTATION_BYTES = 3 * 1024 * 1024;
 
+/** The protocol from which a device may send `mutations` frames. */
+export const MUTATIONS_FRAMES_FROM = 5;
 /** Protocol 5: the most mutations one `mutations` frame may carry (the frame's 4 MiB bounds it too). */
 export const MAX_MUTATIONS_PER_FRAME = 1000;
 

@@ -14,6 +14,7 @@ import {
   clientMessage,
   incomingMutation,
   incomingMutations,
+  MUTATIONS_FRAMES_FROM,
   type ClientMessage,
   type CloseCodeName,
   type ServerMessage,
@@ -80,8 +81,6 @@ type Answer = Extract<ServerMessage, { type: 'ack' | 'reject' | 'retry' | 'faile
 
 const isDraftFrame = (f: Frame) => f.type === 'doc_open' || f.type === 'doc' || f.type === 'doc_close';
 const typeOf = (json: unknown): unknown => (typeof json === 'object' && json !== null ? (json as { type?: unknown }).type : undefined);
-/** The protocol from which a device may send `mutations` frames. */
-const MUTATIONS_FRAMES_FROM = 5;
 
 export class SyncConnection implements DraftPeer, HeldConnection {
   readonly id = randomUUID();
@@ -277,7 +276,7 @@ export class SyncConnection implements DraftPeer, HeldConnection {
     if (!this.helloReceived && first.type !== 'hello') return this.close('bad_message', 'The first message must be hello');
     if (this.helloReceived && first.type === 'hello') return this.close('bad_message', 'hello was already received');
     if (first.type === 'hello') this.saidProtocol = first.protocol;
-    if (together && this.saidProtocol < MUTATIONS_FRAMES_FROM) return this.close('bad_message', 'mutations frames need protocol 5');
+    if (together && this.saidProtocol < MUTATIONS_FRAMES_FROM) return this.close('bad_message', `mutations frames need protocol ${MUTATIONS_FRAMES_FROM}`);
     this.helloReceived = true;
     // ws hands a message over as one Buffer (binaryType 'nodebuffer', its default); a frame's
     // mutations share its size.
