@@ -111,7 +111,8 @@ test('protocol 5: an outbox written offline goes in `mutations` frames of at mos
     peer.onHello = () => 4429;
     peer.closeAll(1001);
     await eventually(() => assert.equal(client.sync.status.connected, false));
-    const total = 1050;
+    // Just over one frame's 500: the cut shows, at half the device writes of a round thousand.
+    const total = 520;
     for (let i = 0; i < total; i++) await client.patients.create({ first_name: 'P', last_name: `Frame${i}` });
     const before = peer.frames.length;
     const framesBefore = peer.mutationsFrames.length;
@@ -122,7 +123,7 @@ test('protocol 5: an outbox written offline goes in `mutations` frames of at mos
     assert.deepEqual(sent, [...sent].sort((a, b) => a - b));
     const sizes = peer.mutationsFrames.slice(framesBefore);
     assert.equal(sizes.reduce((a, b) => a + b, 0), total, 'every mutation came in a `mutations` frame');
-    assert.ok(sizes.every((n) => n >= 1 && n <= 500) && sizes.length <= 4, `frames of ${sizes.join(', ')}`);
+    assert.ok(sizes.every((n) => n >= 1 && n <= 500) && sizes.length <= 3, `frames of ${sizes.join(', ')}`);
     assert.equal(client.sync.status.pending, 0);
   } finally {
     peer.speaks = null;
