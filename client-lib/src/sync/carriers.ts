@@ -4,7 +4,7 @@
  * come back in the response). The same mutations, answered the same way, on the server's same
  * exactly-once counter.
  */
-import { MUTATIONS_FRAMES_FROM, PROTOCOL_VERSION } from '@fieldchart/schema/sync';
+import { ItemFrames, MUTATIONS_FRAMES_FROM, PROTOCOL_VERSION, type FrameLimits } from '@fieldchart/schema/sync';
 import type { RestClient } from '../rest/index.ts';
 import type { Connection } from './connection.ts';
 import { DEFAULT_WINDOW, type Carrier, type OutgoingMutation } from './uploader.ts';
@@ -12,13 +12,11 @@ import { DEFAULT_WINDOW, type Carrier, type OutgoingMutation } from './uploader.
 /** Bytes of mutations per `POST /sync/mutations` (the route takes up to MAX_MUTATION_BYTES + 1 MiB). */
 const HTTP_BATCH_BYTES = 1024 * 1024;
 
-/** Mutations per `mutations` frame, at most (the server takes up to 1,000). */
-const FRAME_MUTATIONS = 500;
 /**
- * UTF-16 units of mutations' JSON per `mutations` frame: at most 3 bytes each in UTF-8, so a
- * frame stays under the socket's 4 MiB; a mutation as long alone goes in a frame of its own.
+ * A `mutations` frame: 500 mutations at most (the server takes up to 1,000), and 1 Mi UTF-16
+ * units of their JSON — at most 3 bytes each in UTF-8, so a frame stays under the socket's 4 MiB.
  */
-const FRAME_UNITS = 1024 * 1024;
+const MUTATIONS_FRAME: FrameLimits = { maxItems: 500, maxSize: 1024 * 1024, size: (json) => json.length };
 
 /**
  * Mutations on a welcomed socket: from protocol 5 (`spoken`, the welcome's) together in
@@ -47,28 +45,23 @@ function sendEach(conn: Connection, batch: readonly OutgoingMutation[]): number 
   return sent;
 }
 
-/** `mutations` frames cut by count and length, in order; how many mutations went out. */
+/** `mutations` frames cut by count and length, in order; how many mutations went out (the frames before the first that did not). */
 function sendTogether(conn: Connection, batch: readonly OutgoingMutation[]): number {
   let sent = 0;
-  let items: string[] = [];
-  let units = 0;
-  const flush = (): boolean => {
-    if (items.length === 0) return true;
-    const ok = conn.sendText(`{"type":"mutations","mutations":[${items.join(',')}]}`);
-    if (ok) sent += items.length;
-    items = [];
-    units = 0;
-    return ok;
-  };
+  let open = true;
+  const frames = new ItemFrames(
+    MUTATIONS_FRAME,
+    (items) => `{"type":"mutations","mutations":[${items}]}`,
+    (frame, items) => {
+      open &&= conn.sendText(frame);
+      if (open) sent += items;
+    },
+  );
   for (const m of batch) {
-    const json = JSON.stringify({ type: 'mutation', ...m });
-    if (items.length >= FRAME_MUTATIONS || (items.length > 0 && units + json.length > FRAME_UNITS)) {
-      if (!flush()) return sent;
-    }
-    items.push(json);
-    units += json.length;
+    frames.add(JSON.stringify({ type: 'mutation', ...m }));
+    if (!open) return sent;
   }
-  flush();
+  frames.flush();
   return sent;
 }
 

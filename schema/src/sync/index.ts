@@ -1,4 +1,5 @@
 export * from './close-codes.ts';
+export * from './item-frames.ts';
 export * from './messages.ts';
 export * from './rows.ts';
 export * from './mutations.ts';
