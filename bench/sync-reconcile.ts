@@ -28,8 +28,13 @@
  * device's side (this process) used during it: less noisy than the time on a shared machine, and where a change's gain shows
  * first. The floor's server CPU includes sealing its patients' PHI before the timed insert.
  *
+ * The batched insert and the sync drain run in rounds, alternating (BENCH_RECONCILE_ROUNDS, 3 by
+ * default), each round on outboxes of its own: each round's two figures go to stderr, and the table
+ * has each path's median round (with that round's CPU). On a shared 2-core machine one run of
+ * either moves by ±10%, and the ratio of two single runs by more.
+ *
  * --quick (or BENCH_QUICK=1): 200 and 1k; BENCH_RECONCILE_SIZES=1000,10000 names the sizes. BENCH_CPU_PROF=<dir>: a CPU profile of the servers
- * during the largest sync drain. PGlite by default, PostgreSQL with BENCH_DATABASE_URL.
+ * during the largest sync drain's first round. PGlite by default, PostgreSQL with BENCH_DATABASE_URL.
  * Output: a table, then one JSON line (last on stdout).
  */
 import { randomUUID } from 'node:crypto';
@@ -47,6 +52,8 @@ const WITH_REST = process.env.BENCH_RECONCILE_REST !== '0';
 /** The protocol the device speaks: 3 and 4 are told their window in `welcome.max_in_flight`, 1 and 2 keep 100. */
 const PROTOCOL = Number(process.env.BENCH_RECONCILE_PROTOCOL ?? 5);
 const IN_FLIGHT_BEFORE_V3 = 100;
+/** Rounds of the batched insert and the sync drain, alternating; the table has each one's median. */
+const ROUNDS = Math.max(1, Number(process.env.BENCH_RECONCILE_ROUNDS ?? 3));
 let inFlight = IN_FLIGHT_BEFORE_V3;
 const REST_CONNECTIONS = 10;
 
@@ -100,6 +107,12 @@ function patientCreate(i: number): Mutation {
     },
     lane: i % REST_CONNECTIONS,
   };
+}
+
+/** The run whose time is the median of `runs` (the lower middle of an even count), with its own CPU and counts. */
+function median(runs: readonly Drained[]): Drained {
+  const sorted = [...runs].sort((a, b) => a.ms - b.ms);
+  return sorted[Math.floor((sorted.length - 1) / 2)] as Drained;
 }
 
 interface Drained {
@@ -264,18 +277,27 @@ try {
       results.push({ size, path: 'rest×1', ...(await drainOverRest(api, b.token, b.mutations, 1)) });
     }
     // The floor: the same rows written by one batched INSERT per table (no rules, no audit),
-    // as the server's batch writers send rows; drizzle's VALUES beside it, for the record.
-    for (const [via, path] of [['recordset', 'batched insert'], ['values', 'batched VALUES']] as const) {
+    // as the server's batch writers send rows; drizzle's VALUES beside it (once), for the record.
+    const insertRows = async (via: 'recordset' | 'values'): Promise<Drained> => {
       const d = await outbox(child, size);
-      const inserted = await withCpu(child, async () => {
+      return withCpu(child, async () => {
         const { ms } = await child.rpc('insert-rows', { userId: d.userId, via, mutations: d.mutations.map(({ name, args }) => ({ name, args })) });
         return { ms, acks: 0, rejects: 0, firstReject: null };
       });
-      results.push({ size, path, ...inserted });
+    };
+    const floors: Drained[] = [];
+    const drains: Drained[] = [];
+    let values: Drained | null = null;
+    for (let round = 0; round < ROUNDS; round++) {
+      floors.push(await insertRows('recordset'));
+      values ??= await insertRows('values');
+      const c = await outbox(child, size);
+      const drain = () => withCpu(child, () => drainOverSync(s.syncUrl, c.token, c.mutations));
+      drains.push(size === SIZES.at(-1) && round === 0 ? await profiled(child, `sync-reconcile-${s.backend}-${size}`, drain) : await drain());
+      const [floor, synced] = [floors.at(-1) as Drained, drains.at(-1) as Drained];
+      process.stderr.write(`    round ${round + 1}: batched insert ${fmt(floor.ms, 1)} ms, sync ${fmt(synced.ms, 1)} ms (${ratio(synced.ms, floor.ms)})\n`);
     }
-    const c = await outbox(child, size);
-    const drain = () => withCpu(child, () => drainOverSync(s.syncUrl, c.token, c.mutations));
-    results.push({ size, path: 'sync', ...(size === SIZES.at(-1) ? await profiled(child, `sync-reconcile-${s.backend}-${size}`, drain) : await drain()) });
+    results.push({ size, path: 'batched insert', ...median(floors) }, { size, path: 'batched VALUES', ...(values as Drained) }, { size, path: 'sync', ...median(drains) });
   }
 
   const baseOf = (size: number) => results.find((r) => r.size === size && r.path === `rest×${REST_CONNECTIONS}`)?.ms ?? Number.NaN;
