@@ -40,6 +40,7 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import type { MutationName, ServerMessage } from '@fieldchart/schema/sync';
+import { setting } from './support/measure.ts';
 import { fmt, initialSync, machine, profiled, quick, ratio, startSyncServers, SyncPeer, table, type SyncChild } from './support/sync-peer.ts';
 
 const SIZES = process.env.BENCH_RECONCILE_SIZES
@@ -53,7 +54,7 @@ const WITH_REST = process.env.BENCH_RECONCILE_REST !== '0';
 const PROTOCOL = Number(process.env.BENCH_RECONCILE_PROTOCOL ?? 5);
 const IN_FLIGHT_BEFORE_V3 = 100;
 /** Rounds of the batched insert and the sync drain, alternating; the table has each one's median. */
-const ROUNDS = Math.max(1, Number(process.env.BENCH_RECONCILE_ROUNDS ?? 3));
+const ROUNDS = setting('BENCH_RECONCILE_ROUNDS', 3, 1, 20);
 let inFlight = IN_FLIGHT_BEFORE_V3;
 const REST_CONNECTIONS = 10;
 
