@@ -27,10 +27,6 @@ export class ItemFrames {
     private readonly send: (frame: string, items: number) => void,
   ) {}
 
-  get pending(): number {
-    return this.items.length;
-  }
-
   add(json: string): void {
     const size = this.limits.size(json);
     if (this.items.length > 0 && (this.items.length >= this.limits.maxItems || this.size + size > this.limits.maxSize)) this.flush();
