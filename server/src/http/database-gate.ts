@@ -7,7 +7,10 @@
  * never shuts the API: an error the handler mapped to 503 (a lost connection), or a request
  * still unanswered after `suspectAfterMs` (postgres.js keeps a query that has not got its
  * first connection retrying, so without this it would hang until the database is back). Such
- * a request is answered 503 when the probe fails; a merely slow one is left alone. While away,
+ * a request is answered 503 when the probe fails; a merely slow one is left alone, and looked at
+ * again every `suspectAfterMs` while it stays unanswered: a probe that answered "reachable" may
+ * have been opened just before the database went (it is shared, and takes up to seconds on a
+ * loaded machine), and one such answer must not leave a request waiting for the whole outage. While away,
  * a probe runs every `recheckMs` and the gate opens again as soon as one succeeds: recovery
  * needs no restart.
  */
@@ -66,15 +69,23 @@ const gate: FastifyPluginAsync<DatabaseGateOptions> = async (app, opts) => {
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (away) throw new DatabaseUnavailable();
-    const timer = setTimeout(() => {
-      void probe().then((reachable) => {
-        if (!reachable && !reply.sent) reply.send(new DatabaseUnavailable());
-      });
-    }, suspectAfterMs);
-    timer.unref();
-    request.databaseGateTimer = timer;
+    const watch = () => {
+      const timer = setTimeout(() => {
+        void probe().then((reachable) => {
+          if (reply.sent || request.databaseGateTimer !== timer) return;
+          if (!reachable) reply.send(new DatabaseUnavailable());
+          else watch();
+        });
+      }, suspectAfterMs);
+      timer.unref();
+      request.databaseGateTimer = timer;
+    };
+    watch();
   });
-  const clear = async (request: FastifyRequest) => clearTimeout(request.databaseGateTimer);
+  const clear = async (request: FastifyRequest) => {
+    clearTimeout(request.databaseGateTimer);
+    request.databaseGateTimer = undefined;
+  };
   app.addHook('onResponse', clear);
   app.addHook('onRequestAbort', clear);
   // Runs after the error handler answered: a lost connection there makes the gate look.
