@@ -3,8 +3,10 @@
 -- chain's rows with one window and hashed them with another, whose step — a SQL function called
 -- as an aggregate's transition — goes through the SQL-function executor once per row. Now the
 -- chains are read once, the rows once, and each row is placed and hashed in a PL/pgSQL loop (its
--- expressions evaluated inline): 1,000 entries of one chain appended in 14.2–15.5 ms against
--- 18.0–18.7 ms, alternating in one psql session (PostgreSQL 15; bench/README.md, stop 57).
+-- expressions evaluated inline). 1,000 entries of one chain, median of 24 batches through the
+-- driver (`npm run bench -- audit-chain`, two alternating pairs): PostgreSQL 23.2 and 25.5 ms
+-- against 25.6 and 27.2 ms, PGlite 41.5 and 39.4 ms against 45.2 and 45.9 ms (bench/README.md,
+-- stop 57).
 -- The chain is unchanged: the same order, numbers and hashes, each link `audit_chain_link` over
 -- the row as it is stored (`audit_row_text`), heads locked in chain order, and rows written
 -- with their place and hash only while `fieldchart.audit_appending` is on, as before.
