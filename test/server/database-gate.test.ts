@@ -94,6 +94,16 @@ describe('database gate', () => {
     assert.deepEqual(answer.body, { ok: true });
   });
 
+  test('many slow requests share one probe per period instead of opening a connection each', async () => {
+    reset();
+    const pending = Array.from({ length: 20 }, () => get('/wait'));
+    await new Promise((r) => setTimeout(r, SUSPECT_MS * 6));
+    // Twenty requests looking every SUSPECT_MS for six periods: about a hundred looks.
+    assert.ok(probes >= 2 && probes <= 12, `probes: ${probes}`);
+    releaseAll();
+    for (const answer of await Promise.all(pending)) assert.equal(answer.status, 200);
+  });
+
   test('one probe that said "reachable" (opened just before the database went) does not leave a request waiting for the whole outage', async () => {
     reset();
     // A probe is under way, slow to connect, while the database is still there.

@@ -37,11 +37,20 @@ const gate: FastifyPluginAsync<DatabaseGateOptions> = async (app, opts) => {
   const recheckMs = opts.recheckMs ?? 500;
   let away = false;
   let probing: Promise<boolean> | null = null;
+  /** The last probe that answered: when it started, and what it said. */
+  let last: { startedAt: number; reachable: boolean } | null = null;
   let recheck: NodeJS.Timeout | null = null;
   let closed = false;
 
-  /** One probe at a time; answers whether the database is reachable and updates the state. */
-  function probe(): Promise<boolean> {
+  /**
+   * One probe at a time; answers whether the database is reachable and updates the state. With
+   * `since`, an answer of a probe started at or after it is taken as it is: slow requests looking
+   * again every `suspectAfterMs` (uploads over a poor network) share one probe per period
+   * instead of opening a connection each.
+   */
+  function probe(since?: number): Promise<boolean> {
+    if (!probing && since !== undefined && last && last.startedAt >= since) return Promise.resolve(last.reachable);
+    const startedAt = performance.now();
     probing ??= opts
       .probe()
       .then(
@@ -50,6 +59,7 @@ const gate: FastifyPluginAsync<DatabaseGateOptions> = async (app, opts) => {
       )
       .then((reachable) => {
         probing = null;
+        last = { startedAt, reachable };
         if (reachable && away) app.log.warn('database reachable again');
         if (!reachable && !away) app.log.error('database unreachable: answering 503 until it is back');
         away = !reachable;
@@ -69,18 +79,20 @@ const gate: FastifyPluginAsync<DatabaseGateOptions> = async (app, opts) => {
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (away) throw new DatabaseUnavailable();
-    const watch = () => {
+    // Each look takes only a probe started after the last answer it had (the first: after the
+    // request came), so an answer from before an outage holds a request one period at most.
+    const watch = (since: number) => {
       const timer = setTimeout(() => {
-        void probe().then((reachable) => {
+        void probe(since).then((reachable) => {
           if (reply.sent || request.databaseGateTimer !== timer) return;
           if (!reachable) reply.send(new DatabaseUnavailable());
-          else watch();
+          else watch(performance.now());
         });
       }, suspectAfterMs);
       timer.unref();
       request.databaseGateTimer = timer;
     };
-    watch();
+    watch(performance.now());
   });
   const clear = async (request: FastifyRequest) => {
     clearTimeout(request.databaseGateTimer);
