@@ -137,7 +137,7 @@ function insertRecordset<T extends PgTable, K extends keyof T['_']['columns'] & 
 // Every column the `values` way sets, so both ways write the same rows.
 const TIMER_EVENT_KEYS = ['visitId', 'ownerId', 'eventType', 'eventTime', 'latitude', 'longitude', 'accuracy', 'createdAt'] as const;
 const MILEAGE_KEYS = ['visitId', 'ownerId', 'totalMiles', 'travelMiles', 'onsiteMiles', 'recordedAt', 'createdAt', 'updatedAt'] as const;
-const PATIENT_KEYS = ['id', 'ownerId', 'firstNameEnc', 'lastNameEnc', 'emailEnc', 'phoneEnc', 'addressEnc', 'nameSearch', 'createdAt', 'updatedAt'] as const;
+const PATIENT_KEYS = ['id', 'ownerId', 'firstNameEnc', 'lastNameEnc', 'emailEnc', 'phoneEnc', 'addressEnc', 'nameSearch', 'nameSearchKey', 'createdAt', 'updatedAt'] as const;
 const REFERRAL_KEYS = ['id', 'patientId', 'ownerId', 'status', 'discipline', 'diagnosisCodes', 'orderedFrequency', 'createdAt', 'updatedAt'] as const;
 
 const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<SyncRpc[K]['result']> } = {

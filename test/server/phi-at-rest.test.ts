@@ -16,7 +16,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { operationContext, runOperation } from '@fieldchart/server';
 import { createPhiRotation } from '../../server/src/services/keys/phi-rotation.ts';
 import { PHI_TABLES } from '../../server/src/services/phi-columns.ts';
-import { phiKeyFileOf } from '../../server/src/security/phi-keyring.ts';
+import { indexKeyIdOf, parseKeyFile, phiKeyFileOf, rotateKeyFile } from '../../server/src/security/phi-keyring.ts';
 import { forEachBackend } from '../helpers/backends.ts';
 import { registerUser, startTestServer, type TestServer } from '../helpers/test-server.ts';
 
@@ -145,14 +145,26 @@ forEachBackend('PHI at rest', (backend) => {
   test('rotation puts every value under the new key id; everything reads back; a second run has nothing left', async () => {
     assert.ok(token, 'runs after the canary test');
     const ctx = operationContext(server.runtime.services, server.runtime.database);
-    const before = (await runOperation(ctx, 'keys.status', {})) as { current_key_id: string; not_current: number };
+    type IndexStatus = { key_id: string; previous_key_ids: string[]; stale_patients: number; stale_geocode_cache: number };
+    const before = (await runOperation(ctx, 'keys.status', {})) as { current_key_id: string; not_current: number; index: IndexStatus };
     assert.equal(before.not_current, 0);
-    const rotated = (await runOperation(ctx, 'keys.rotate', { batch_size: 2 })) as { rotated: boolean; key_id: string; previous_key_id: string; total: number; failed: number };
+    assert.deepEqual({ ...before.index, key_id: '' }, { key_id: '', previous_key_ids: [], stale_patients: 0, stale_geocode_cache: 0 });
+    const rotated = (await runOperation(ctx, 'keys.rotate', { batch_size: 2 })) as {
+      rotated: boolean;
+      key_id: string;
+      previous_key_id: string;
+      total: number;
+      failed: number;
+      index_key_id: string;
+      retokenised: number;
+    };
     assert.equal(rotated.rotated, true);
     assert.equal(rotated.previous_key_id, before.current_key_id);
     assert.notEqual(rotated.key_id, before.current_key_id);
     assert.ok(rotated.total >= 13, `re-encrypted ${rotated.total}`);
     assert.equal(rotated.failed, 0);
+    assert.notEqual(rotated.index_key_id, before.index.key_id, 'the blind-index key rotates too');
+    assert.ok(rotated.retokenised >= 1, `patients tokenised again: ${rotated.retokenised}`);
     assert.equal(fs.statSync(phiKeyFileOf(server.dataDir)).mode & 0o777, 0o600);
 
     const { db } = server.runtime.database;
@@ -162,12 +174,15 @@ forEachBackend('PHI at rest', (backend) => {
         for (const r of rows) assert.ok(String(r.v).startsWith(`fc1.${rotated.key_id}.`), `${t.table}.${column} not under the new key`);
       }
     }
-    const status = (await runOperation(ctx, 'keys.status', {})) as { not_current: number; keys: Array<{ id: string; values: number }> };
+    const status = (await runOperation(ctx, 'keys.status', {})) as { not_current: number; keys: Array<{ id: string; values: number }>; index: IndexStatus };
     assert.equal(status.not_current, 0);
     assert.equal(status.keys.find((k) => k.id === before.current_key_id)?.values, 0);
+    assert.deepEqual(status.index, { key_id: rotated.index_key_id, previous_key_ids: [before.index.key_id], stale_patients: 0, stale_geocode_cache: 0 });
+    const keys = rowsOf(await db.execute(sql`select distinct name_search_key as k from patients`)).map((r) => r.k);
+    assert.deepEqual(keys, [rotated.index_key_id], 'every patient tokenised under the new index key');
 
     const list = await server.api('GET', `/patient/my-patients?search_by_name=${encodeURIComponent(planted.first.slice(0, 10).toLowerCase())}`, { token });
-    assert.equal(list.body.data.length, 1, 'search still works (the index key is not rotated)');
+    assert.equal(list.body.data.length, 1, 'search works on the tokens made again');
     assert.deepEqual(
       [list.body.data[0].first_name, list.body.data[0].last_name, list.body.data[0].email, list.body.data[0].phone, list.body.data[0].address],
       [planted.first, planted.last, planted.email, planted.phone, planted.address],
@@ -185,8 +200,9 @@ forEachBackend('PHI at rest', (backend) => {
 
     assert.equal((await server.api('GET', '/scheduling/policy', { token })).body.data.home_base_address, planted.homeBase);
 
-    const again = (await runOperation(ctx, 'keys.reencrypt', {})) as { total: number };
+    const again = (await runOperation(ctx, 'keys.reencrypt', {})) as { total: number; retokenised: number };
     assert.equal(again.total, 0, 'idempotent: nothing left to re-encrypt');
+    assert.equal(again.retokenised, 0, 'idempotent: nothing left to tokenise again');
     const trail = (await runOperation(ctx, 'audit.export', {})) as Array<{ action: string; resource_type: string; outcome: string; details: Record<string, unknown> }>;
     const rotation = trail.find((e) => e.action === 'rotate' && e.details.to === rotated.key_id);
     assert.equal(rotation?.outcome, 'success');
@@ -203,7 +219,8 @@ forEachBackend('PHI at rest', (backend) => {
     const next = JSON.parse(r.phi_keys);
     assert.equal(next.current, r.new_key_id);
     assert.deepEqual(next.keys.slice(0, -1), file.keys, 'the old keys stay in the ring');
-    assert.equal(next.index_key, file.index_key, 'the blind-index key is kept (search keeps working)');
+    assert.notEqual(next.index_key, file.index_key, 'a new blind-index key');
+    assert.deepEqual(next.previous_index_keys, [...(file.previous_index_keys ?? []), file.index_key], 'the old one stays, searched, until the rows are tokenised again');
     assert.equal(services.phi.ring().currentKeyId, file.current, 'the running ring is unchanged');
   });
 
@@ -225,5 +242,53 @@ forEachBackend('PHI at rest', (backend) => {
     } finally {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+
+  // Last: it leaves the running ring on keys that are not in the data dir's file.
+  test('a PHI_KEYS deploy mid-rotation: patients under the old index key and the new are both found; reencrypt moves them and drops the old geocode entries; then the old key may go', async () => {
+    assert.ok(token, 'runs after the canary test');
+    const { services, database } = server.runtime;
+    const { db } = database;
+    const search = async (name: string) => {
+      const r = await server.api('GET', `/patient/my-patients?search_by_name=${encodeURIComponent(name)}`, { token });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return (r.body.data as Array<{ uuid: string }>).map((p) => p.uuid);
+    };
+    const create = async (first: string) => {
+      const r = await server.api('POST', '/patient/create', { token, body: { first_name: first, last_name: `Index${tag}` } });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return r.body.data.uuid as string;
+    };
+    const file = parseKeyFile(fs.readFileSync(phiKeyFileOf(server.dataDir), 'utf8'), 'key file');
+    const old = await create(`Oldkey${tag}`);
+    const oldIndexKeyId = services.phi.ring().indexKeyId;
+    // A geocode entry keyed under the old index key: after the rotation nothing can find it.
+    await db.execute(sql`insert into geocode_cache (address_key, source, point_enc, index_key_id) values (${`stale-${tag}`}, 'nominatim', null, ${oldIndexKeyId})`);
+
+    // The new PHI_KEYS deployed (what `keys rotate` answers with PHI_KEYS set), nothing re-encrypted yet.
+    const next = rotateKeyFile(file);
+    services.phi.install(next);
+    const rotation = createPhiRotation({ db, config: { ...server.config, phiKeys: JSON.stringify(next) }, phi: services.phi, audit: services.audit });
+    const fresh = await create(`Newkey${tag}`);
+    assert.deepEqual(await search(`oldkey${tag}`.toLowerCase()), [old], 'a patient tokenised under the old index key is found');
+    assert.deepEqual(await search(`newkey${tag}`.toLowerCase()), [fresh], 'a patient tokenised under the new one is found');
+    assert.deepEqual((await search(`index${tag}`.toLowerCase())).sort(), [old, fresh].sort(), 'one term, rows under either key');
+    const during = await rotation.status();
+    assert.deepEqual(during.index.previous_key_ids, [...(file.previous_index_keys ?? []).map(indexKeyIdOf), oldIndexKeyId]);
+    assert.ok(during.index.stale_patients >= 1, `stale patients: ${during.index.stale_patients}`);
+    assert.equal(during.index.stale_geocode_cache, 1);
+
+    const done = await rotation.reencrypt({ batchSize: 1 });
+    assert.ok(done.retokenised >= 1 && done.retokenised === during.index.stale_patients, `retokenised ${done.retokenised} of ${during.index.stale_patients}`);
+    assert.equal(done.geocode_cache_dropped, 1);
+    assert.equal(done.failed, 0);
+    const after = await rotation.status();
+    assert.deepEqual([after.index.stale_patients, after.index.stale_geocode_cache], [0, 0]);
+    assert.equal(rowsOf(await db.execute(sql`select 1 from geocode_cache where address_key = ${`stale-${tag}`}`)).length, 0);
+
+    // Every row under the new key: the old index key leaves the ring, and search still finds both.
+    services.phi.install({ ...next, previous_index_keys: [] });
+    assert.deepEqual((await search(`index${tag}`.toLowerCase())).sort(), [old, fresh].sort());
+    assert.deepEqual(await search(`oldkey${tag}`.toLowerCase()), [old]);
   });
 });

@@ -58,6 +58,11 @@ export const patients = pgTable(
     addressEnc: text('address_enc'),
     /** Keyed blind-index tokens of name prefixes: search without storing the name. */
     nameSearch: text('name_search').array().notNull().default(sql`'{}'::text[]`),
+    /**
+     * Which blind-index key made `name_search` (the ring's `indexKeyId`); null: the first one, from
+     * before index keys were rotated. `fieldchart keys reencrypt` re-tokenises rows under another.
+     */
+    nameSearchKey: text('name_search_key'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
     ...syncColumns(),

@@ -33,5 +33,11 @@ export const geocodeCache = pgTable('geocode_cache', {
   source: text('source').notNull(),
   /** `{"lat":…,"lng":…}` sealed; null: the geocoder found nothing (remembered, so a bad address is not asked again and again). */
   pointEnc: text('point_enc'),
+  /**
+   * The blind-index key whose lookup token `address_key` is (the ring's `indexKeyId`; null: the
+   * first). An entry under a key that is no longer current can never be found again: key
+   * rotation deletes it.
+   */
+  indexKeyId: text('index_key_id'),
   createdAt: createdAt(),
 });

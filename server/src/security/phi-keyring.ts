@@ -12,7 +12,10 @@ import { createRandomPool } from './random-pool.ts';
  * column and row: a ciphertext copied into another row or column does not decrypt.
  *
  * Name search uses a keyed blind index: HMAC-SHA-256 (a separate key) of normalised name
- * prefixes, so the database can match "ann" to "Anna" without ever holding the name.
+ * prefixes, so the database can match "ann" to "Anna" without ever holding the name. The index
+ * key rotates with the PHI keys: the previous ones stay in the ring (`previous_index_keys`,
+ * oldest first) until every row's tokens are made again under the current one, and search
+ * meanwhile asks for the tokens of every index key in the ring.
  */
 export interface PhiKeyring {
   readonly currentKeyId: string;
@@ -20,10 +23,20 @@ export interface PhiKeyring {
   decrypt(stored: string, aad: string): string;
   /** The key id that wrote a stored value (rotation checks it). */
   keyIdOf(stored: string): string;
-  /** Blind-index tokens of every word prefix (2–16 chars) of the given names. */
+  /**
+   * Names the current blind-index key (a keyed hash of it, not the key): stored beside the
+   * tokens it made, so a rotation finds the rows still under another key.
+   */
+  readonly indexKeyId: string;
+  /** The index key rows without a recorded key id were made with: the first of the ring's. */
+  readonly firstIndexKeyId: string;
+  /** Blind-index tokens of every word prefix (2–16 chars) of the given names, under the current index key. */
   nameTokens(...names: Array<string | null | undefined>): string[];
-  /** Tokens a search term must all match (one per word). */
-  searchTokens(term: string): string[];
+  /**
+   * The tokens a row must all hold to match a search term (one per word), once per index key
+   * in the ring, current first: a row matches if it holds every token of one of the sets.
+   */
+  searchTokenSets(term: string): string[][];
   /** A keyed HMAC for exact-match lookups of a PHI value (the geocode cache's address key); `purpose` separates uses. */
   lookupToken(purpose: string, value: string): string;
 }
@@ -36,6 +49,8 @@ const keyFileSchema = z.object({
   current: z.string().min(1),
   keys: z.array(z.object({ id: z.string().regex(/^[A-Za-z0-9_-]+$/), key: z.string() })).min(1),
   index_key: z.string(),
+  /** Index keys rotated out whose tokens may still be stored, oldest first (absent before the first rotation). */
+  previous_index_keys: z.array(z.string()).optional(),
 });
 export type PhiKeyFile = z.infer<typeof keyFileSchema>;
 
@@ -60,11 +75,16 @@ export function createPhiKeyring(file: PhiKeyFile): PhiKeyring {
   const current = keys.get(file.current);
   if (!current) throw new Error(`PHI key ring: current key ${file.current} is not in the ring`);
   const indexKey = decodeKey(file.index_key, 'PHI index key');
-  const token = (s: string) => createHmac('sha256', indexKey).update(s).digest('base64url').slice(0, 22);
+  const previousIndexKeys = (file.previous_index_keys ?? []).map((k, i) => decodeKey(k, `previous PHI index key ${i + 1}`));
+  const tokenUnder = (key: Buffer) => (s: string) => createHmac('sha256', key).update(s).digest('base64url').slice(0, 22);
+  const token = tokenUnder(indexKey);
+  const searchTokens = [token, ...previousIndexKeys.map(tokenUnder)];
   const randomIv = createRandomPool();
 
   return {
     currentKeyId: file.current,
+    indexKeyId: indexKeyIdOf(indexKey),
+    firstIndexKeyId: indexKeyIdOf(previousIndexKeys[0] ?? indexKey),
     encrypt(plaintext, aad) {
       const iv = randomIv(12);
       const cipher = createCipheriv('aes-256-gcm', current, iv);
@@ -94,14 +114,24 @@ export function createPhiKeyring(file: PhiKeyFile): PhiKeyring {
       }
       return [...out].sort();
     },
-    searchTokens(term) {
-      return normaliseName(term).map((w) => token(w.slice(0, MAX_PREFIX)));
+    searchTokenSets(term) {
+      const words = normaliseName(term).map((w) => w.slice(0, MAX_PREFIX));
+      return searchTokens.map((t) => words.map(t));
     },
     lookupToken(purpose, value) {
       // The NUL separator cannot occur in a name token's input, so the two uses never collide.
       return createHmac('sha256', indexKey).update(`${purpose}\0${value}`).digest('base64url');
     },
   };
+}
+
+/**
+ * An index key's id: an HMAC under the key of a fixed label, so the id names the key without
+ * revealing anything of it or of any token. Takes the key as the file holds it (base64) or decoded.
+ */
+export function indexKeyIdOf(key: Buffer | string): string {
+  const bytes = typeof key === 'string' ? decodeKey(key, 'PHI index key') : key;
+  return createHmac('sha256', bytes).update('fieldchart blind-index key id').digest('base64url').slice(0, 16);
 }
 
 export function newKeyId(): string {
@@ -117,7 +147,9 @@ export function parseKeyFile(json: string, source: string): PhiKeyFile {
   try {
     return keyFileSchema.parse(JSON.parse(json));
   } catch {
-    throw new Error(`${source}: expected {"current": id, "keys": [{"id", "key": base64 32 bytes}], "index_key": base64 32 bytes}`);
+    throw new Error(
+      `${source}: expected {"current": id, "keys": [{"id", "key": base64 32 bytes}], "index_key": base64 32 bytes, "previous_index_keys"?: [base64 32 bytes]}`,
+    );
   }
 }
 
@@ -145,8 +177,17 @@ export async function readPhiKeyFile(file: string): Promise<PhiKeyFile | null> {
   }
 }
 
-/** Adds a fresh key and makes it current; old keys stay so existing values still decrypt. */
+/**
+ * Adds a fresh key and makes it current, and a fresh index key; the old keys stay so existing
+ * values still decrypt and existing tokens are still searched until they are made again.
+ */
 export function rotateKeyFile(file: PhiKeyFile): PhiKeyFile {
   const id = newKeyId();
-  return { ...file, current: id, keys: [...file.keys, { id, key: randomBytes(32).toString('base64') }] };
+  return {
+    ...file,
+    current: id,
+    keys: [...file.keys, { id, key: randomBytes(32).toString('base64') }],
+    index_key: randomBytes(32).toString('base64'),
+    previous_index_keys: [...(file.previous_index_keys ?? []), file.index_key],
+  };
 }

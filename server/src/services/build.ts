@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { systemClock, type Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
@@ -37,8 +38,55 @@ export async function buildServices(config: Config, db: Db, opts: BuildServicesO
     // A key file can be rotated by another process (the CLI on PostgreSQL); PHI_KEYS cannot.
     ...(config.phiKeys ? {} : { reload: () => readPhiKeyFileSync(phiKeyFile) }),
   });
+  // The reload above runs when a value names a key this ring lacks; a search finds no value to
+  // open, and after the other process makes the names' tokens again under a new index key, this
+  // ring's tokens would match nothing. So the file is also watched: a rotation installs here as
+  // soon as its file is renamed into place.
+  const watcher = config.phiKeys ? null : watchKeyFile(phiKeyFile, (file) => phi.install(file));
   const services = createServices({ config, db, clock: opts.clock ?? systemClock, signingKeys, idTokens, mailTransport, phi });
-  return { services, close: () => mailTransport.close() };
+  return {
+    services,
+    close: () => {
+      watcher?.close();
+      mailTransport.close();
+    },
+  };
+}
+
+/**
+ * Calls `changed` with the key file each time another one is renamed into place (rotation
+ * writes a temporary file and renames it). Watches the directory: the file's own inode is
+ * replaced by the rename. Does not keep the process alive.
+ */
+function watchKeyFile(file: string, changed: (file: PhiKeyFile) => void): fs.FSWatcher | null {
+  let last = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+  let timer: NodeJS.Timeout | null = null;
+  try {
+    const watcher = fs.watch(path.dirname(file), (_event, name) => {
+      if (name !== path.basename(file) || timer) return;
+      timer = setTimeout(() => {
+        timer = null;
+        let text: string;
+        try {
+          text = fs.readFileSync(file, 'utf8');
+        } catch {
+          return;
+        }
+        if (text === last) return;
+        const next = readPhiKeyFileSync(file);
+        if (!next) return;
+        last = text;
+        changed(next);
+      }, 50);
+      timer.unref();
+    });
+    watcher.unref();
+    // A watch that fails later (the directory removed) is nothing to act on: decrypts still reload.
+    watcher.on('error', () => watcher.close());
+    return watcher;
+  } catch {
+    return null;
+  }
 }
 
 function readPhiKeyFileSync(file: string): PhiKeyFile | null {

@@ -177,14 +177,28 @@ forEachBackend('scheduling: live-traffic, OSRM and Nominatim stand-ins', (backen
     const dump = JSON.stringify(cache);
     assert.ok(!/Alpha|Bravo|Charlie|Delta|columbus/i.test(dump), 'no address in the cache');
     assert.ok(!dump.includes('39.91'), 'no coordinates in the clear');
-    // Key rotation re-seals the cache; the points still read (no new geocoder requests).
-    const rotated = (await runOperation(operationContext(server.runtime.services, server.runtime.database), 'keys.rotate', {})) as { key_id: string; failed: number };
+    // Key rotation rotates the index key too: the cache's keys are lookup tokens under the old
+    // one, so its entries are dropped (nothing could find them again) and each address is asked
+    // once more, then cached under the new key, its point sealed under the new PHI key.
+    const rotated = (await runOperation(operationContext(server.runtime.services, server.runtime.database), 'keys.rotate', {})) as {
+      key_id: string;
+      index_key_id: string;
+      failed: number;
+      geocode_cache_dropped: number;
+    };
     assert.equal(rotated.failed, 0);
-    for (const row of await server.db.database.db.select().from(geocodeCache)) {
-      if (row.pointEnc) assert.ok(row.pointEnc.startsWith(`fc1.${rotated.key_id}.`), 'cache re-sealed under the new key');
+    assert.equal(rotated.geocode_cache_dropped, cache.length);
+    assert.equal((await server.db.database.db.select().from(geocodeCache)).length, 0);
+    assert.deepEqual((await server.api('POST', '/scheduling/optimize', { token: u.token, body: { date } })).body.data, d);
+    assert.equal(standIn.searches.length, 8, 'each address asked once more after the rotation');
+    const recached = await server.db.database.db.select().from(geocodeCache);
+    assert.equal(recached.length, cache.length);
+    for (const row of recached) {
+      assert.equal(row.indexKeyId, rotated.index_key_id);
+      if (row.pointEnc) assert.ok(row.pointEnc.startsWith(`fc1.${rotated.key_id}.`), 'cached again under the new keys');
     }
     assert.deepEqual((await server.api('POST', '/scheduling/optimize', { token: u.token, body: { date } })).body.data, d);
-    assert.equal(standIn.searches.length, 4, 'still cached after the rotation');
+    assert.equal(standIn.searches.length, 8, 'cached again');
 
     // The ZIP-only visit joins a day; the geocoder's miss falls back to the 43211 centroid.
     for (const [i, address] of NAMES.slice(0, 2).entries()) await schedule(server, u, { visit_date: '2026-12-11', start_time: `1${i}:00`, address });

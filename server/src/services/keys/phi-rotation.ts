@@ -6,7 +6,7 @@ import type { Db } from '../../db/database.ts';
 import { Conflict } from '../../errors.ts';
 import { noProgress, type Progress } from '../../progress.ts';
 import type { PhiCrypto } from '../../security/phi-crypto.ts';
-import { parseKeyFile, phiKeyFileOf, readPhiKeyFile, rotateKeyFile, type PhiKeyFile } from '../../security/phi-keyring.ts';
+import { indexKeyIdOf, parseKeyFile, phiKeyFileOf, readPhiKeyFile, rotateKeyFile, type PhiKeyFile } from '../../security/phi-keyring.ts';
 import type { AuditContext, AuditLog } from '../audit/audit-log.ts';
 import { PHI_TABLES, type PhiTable } from '../phi-columns.ts';
 
@@ -22,6 +22,12 @@ export interface ReencryptResult {
   /** Values re-encrypted under the current key, per table. */
   readonly reencrypted: Record<string, number>;
   readonly total: number;
+  /** The current blind-index key's id (not the key). */
+  readonly index_key_id: string;
+  /** Patients whose name-search tokens were made again under the current index key. */
+  readonly retokenised: number;
+  /** Geocode cache entries deleted: keyed under an index key that is no longer current, they could not be found again. */
+  readonly geocode_cache_dropped: number;
   /** Values that no key of the ring opens (left as they are; listed, up to 20, in `failed_values`). */
   readonly failed: number;
   /** Where the first `FAILED_VALUES_LISTED` of them are: table, column, row id (never the value). */
@@ -40,6 +46,14 @@ const FAILED_VALUES_LISTED = 20;
 
 export interface KeyStatus {
   readonly current_key_id: string;
+  /** The blind-index key: its id, the ids of the previous ones still in the ring, and the rows under another key. */
+  readonly index: {
+    readonly key_id: string;
+    readonly previous_key_ids: string[];
+    /** Patients whose name-search tokens are under another index key (0: the previous keys may leave the ring). */
+    readonly stale_patients: number;
+    readonly stale_geocode_cache: number;
+  };
   readonly key_source: 'env' | 'file';
   readonly key_file: string | null;
   readonly keys: Array<{ id: string; current: boolean; in_ring: boolean; values: number }>;
@@ -124,6 +138,49 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
     return Number(rows[0]?.n ?? 0);
   }
 
+  /**
+   * Rows made under an index key other than the current one. A null key id is the first index
+   * key of the ring (rows from before index keys were recorded, when the key never changed).
+   */
+  const underOtherIndexKey = (column: string): SQL => {
+    const ring = phi.ring();
+    const c = sql.identifier(column);
+    return ring.firstIndexKeyId === ring.indexKeyId ? sql`(${c} is not null and ${c} <> ${ring.indexKeyId})` : sql`(${c} is null or ${c} <> ${ring.indexKeyId})`;
+  };
+
+  /**
+   * One batch of patients whose name-search tokens are under another index key: the names opened
+   * and tokenised again under the current one. Locked as `batch` locks, so a concurrent edit waits.
+   */
+  async function retokeniseBatch(after: string | null, batchSize: number): Promise<{ done: number; failed: FailedValue[]; rows: number; last: string | null }> {
+    return db.transaction(async (tx) => {
+      const rows = rowsOf(
+        await tx.execute(
+          sql`select id, first_name_enc, last_name_enc from patients where ${underOtherIndexKey('name_search_key')} ${after ? sql`and id > ${after}::uuid` : sql``}
+              order by id limit ${batchSize} for update`,
+        ),
+      );
+      const failed: FailedValue[] = [];
+      let done = 0;
+      const ring = phi.ring();
+      for (const row of rows) {
+        const id = String(row.id);
+        let tokens: string[];
+        try {
+          tokens = ring.nameTokens(phi.open(row.first_name_enc as string, 'patients', 'first_name_enc', id), phi.open(row.last_name_enc as string, 'patients', 'last_name_enc', id));
+        } catch {
+          // Names no key opens: the row keeps its tokens (and stays counted as stale).
+          failed.push({ table: 'patients', column: 'name_search', row_id: id });
+          continue;
+        }
+        await tx.execute(sql`update patients set name_search = ${`{${tokens.join(',')}}`}::text[], name_search_key = ${ring.indexKeyId} where id = ${id}::uuid`);
+        done++;
+      }
+      const last = rows.at(-1);
+      return { done, failed, rows: rows.length, last: last ? String(last.id) : null };
+    });
+  }
+
   async function reencryptAll(batchSize: number, progress: Progress): Promise<ReencryptResult> {
     const reencrypted: Record<string, number> = {};
     let failed = 0;
@@ -150,7 +207,44 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
       reencrypted[t.table] = count;
     }
     const total = Object.values(reencrypted).reduce((a, b) => a + b, 0);
-    return { key_id: phi.ring().currentKeyId, reencrypted, total, failed, failed_values: failedValues, batches };
+    // The blind index: tokens under another index key made again, by the same batches. A row
+    // whose names no key opens stays stale and is counted as failed; the pass ends when a
+    // batch finds nothing else to do.
+    const staleNames = await countWhere('patients', underOtherIndexKey('name_search_key'));
+    progress({ step: 'patients.name_search', done: 0, total: staleNames });
+    let retokenised = 0;
+    let scanned = 0;
+    let after: string | null = null;
+    for (;;) {
+      const b = await retokeniseBatch(after, batchSize);
+      batches++;
+      retokenised += b.done;
+      scanned += b.rows;
+      progress({ step: 'patients.name_search', done: scanned, total: Math.max(staleNames, scanned) });
+      failed += b.failed.length;
+      failedValues.push(...b.failed.slice(0, FAILED_VALUES_LISTED - failedValues.length));
+      if (b.rows < batchSize || !b.last) break;
+      after = b.last;
+    }
+    // Geocode cache entries are keyed by a lookup token under the index key that was current
+    // when they were written: under another key they cannot be found again, only re-asked.
+    const dropped = rowsOf(await db.execute(sql`with d as (delete from geocode_cache where ${underOtherIndexKey('index_key_id')} returning 1) select cast(count(*) as int) as n from d`));
+    return {
+      key_id: phi.ring().currentKeyId,
+      reencrypted,
+      total,
+      index_key_id: phi.ring().indexKeyId,
+      retokenised,
+      geocode_cache_dropped: Number(dropped[0]?.n ?? 0),
+      failed,
+      failed_values: failedValues,
+      batches,
+    };
+  }
+
+  async function countWhere(table: string, where: SQL): Promise<number> {
+    const rows = rowsOf(await db.execute(sql`select cast(count(*) as int) as n from ${sql.identifier(table)} where ${where}`));
+    return Number(rows[0]?.n ?? 0);
   }
 
   /**
@@ -203,7 +297,7 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
     const entry = { action: 'rotate' as const, resourceType: 'phi_keys', resourceId: keyId };
     try {
       const result = await fn();
-      const summary = { reencrypted: result.total, failed: result.failed, batches: result.batches };
+      const summary = { reencrypted: result.total, retokenised: result.retokenised, geocode_cache_dropped: result.geocode_cache_dropped, failed: result.failed, batches: result.batches };
       await audit.record(db, OPERATOR, { ...entry, details: { ...details, ...summary } }, 'success');
       return result;
     } catch (err) {
@@ -239,6 +333,12 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
         .map((id) => ({ id, current: id === ring.currentKeyId, in_ring: ringIds.has(id), values: counts.get(id) ?? 0 }));
       return {
         current_key_id: ring.currentKeyId,
+        index: {
+          key_id: ring.indexKeyId,
+          previous_key_ids: (file.previous_index_keys ?? []).map(indexKeyIdOf),
+          stale_patients: await countWhere('patients', underOtherIndexKey('name_search_key')),
+          stale_geocode_cache: await countWhere('geocode_cache', underOtherIndexKey('index_key_id')),
+        },
         key_source: keySource,
         key_file: keySource === 'file' ? keyFile : null,
         keys,
@@ -264,7 +364,7 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
           new_key_id: next.current,
           phi_keys: JSON.stringify(next),
           next_steps:
-            'PHI_KEYS comes from the environment, so nothing was changed. Deploy this value as PHI_KEYS to every server and restart them, then run `fieldchart keys reencrypt` with the same PHI_KEYS.',
+            'PHI_KEYS comes from the environment, so nothing was changed. Deploy this value as PHI_KEYS to every server and restart them, then run `fieldchart keys reencrypt` with the same PHI_KEYS. It holds a new blind-index key too; the previous ones stay in previous_index_keys, searched beside it, until `fieldchart keys status` shows no stale patients.',
         };
       }
       return exclusive(async () => {

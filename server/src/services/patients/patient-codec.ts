@@ -28,6 +28,7 @@ export function sealPatient(phi: PhiCrypto, id: string, p: PatientPhi) {
     phoneEnc: phi.seal(p.phone, T, 'phone_enc', id),
     addressEnc: phi.seal(p.address, T, 'address_enc', id),
     nameSearch: phi.ring().nameTokens(p.first_name, p.last_name),
+    nameSearchKey: phi.ring().indexKeyId,
   };
 }
 

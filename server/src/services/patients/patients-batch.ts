@@ -28,7 +28,7 @@ export interface PatientCreateItem {
 type Created = { uuid: string; referral_uuid: string };
 
 // Owner, organization and times are the batch's own, bound once rather than carried per row.
-const PATIENT_ROWS = recordsetShape(patients, ['id', 'firstNameEnc', 'lastNameEnc', 'emailEnc', 'phoneEnc', 'addressEnc', 'nameSearch']);
+const PATIENT_ROWS = recordsetShape(patients, ['id', 'firstNameEnc', 'lastNameEnc', 'emailEnc', 'phoneEnc', 'addressEnc', 'nameSearch', 'nameSearchKey']);
 const REFERRAL_ROWS = recordsetShape(patientReferrals, [
   'id',
   'patientId',

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { and, arrayContains, desc, eq, isNull, sql } from 'drizzle-orm';
+import { and, arrayContains, desc, eq, isNull, or, sql } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { patientCreateBody, patientListQuery, patientUpdateBody } from '@fieldchart/schema/api';
 import { patientReferrals, patients } from '@fieldchart/schema/db';
@@ -144,7 +144,8 @@ export function createPatientRecords(deps: { db: Db; clock: Clock; phi: PhiCrypt
         const where = and(
           eq(patients.ownerId, ctx.actorUserId),
           isNull(patients.deletedAt),
-          words.length > 0 ? arrayContains(patients.nameSearch, phi.ring().searchTokens(words.join(' '))) : undefined,
+          // One set of tokens per index key in the ring: during a key rotation a row's tokens are under the old key or the new.
+          words.length > 0 ? or(...phi.ring().searchTokenSets(words.join(' ')).map((tokens) => arrayContains(patients.nameSearch, tokens))) : undefined,
         );
         const [counted] = await tx.select({ n: countInt }).from(patients).where(where);
         const total = counted?.n ?? 0;

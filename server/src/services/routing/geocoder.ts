@@ -84,8 +84,8 @@ export function createGeocoder(deps: { db: Db; clock: Clock; phi: PhiCrypto; nom
     const now = clock.now();
     await db
       .insert(geocodeCache)
-      .values({ addressKey: key, source: 'nominatim', pointEnc, createdAt: now })
-      .onConflictDoUpdate({ target: geocodeCache.addressKey, set: { pointEnc, createdAt: now } });
+      .values({ addressKey: key, source: 'nominatim', pointEnc, indexKeyId: phi.ring().indexKeyId, createdAt: now })
+      .onConflictDoUpdate({ target: geocodeCache.addressKey, set: { pointEnc, indexKeyId: phi.ring().indexKeyId, createdAt: now } });
   }
 
   return {
