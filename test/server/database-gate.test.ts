@@ -23,12 +23,15 @@ describe('database gate', () => {
   let holdProbes: Array<() => void> | null = null;
   const releases = new Set<() => void>();
 
+  /** The app's warn lines, as JSON. */
+  const logged: Array<Record<string, unknown>> = [];
   before(async () => {
-    app = Fastify();
+    app = Fastify({ logger: { level: 'warn', stream: { write: (line: string) => void logged.push(JSON.parse(line)) } } });
     installErrorHandling(app);
     await app.register(databaseGate, {
       suspectAfterMs: SUSPECT_MS,
       recheckMs: RECHECK_MS,
+      reportAfterMs: SUSPECT_MS * 2.5,
       probe: async () => {
         probes++;
         const answer = reachable;
@@ -92,6 +95,12 @@ describe('database gate', () => {
     const answer = await pending;
     assert.equal(answer.status, 200);
     assert.deepEqual(answer.body, { ok: true });
+    // Reported once, by its route pattern, for an operator to see what is stuck.
+    const reports = logged.filter((l) => l.msg === 'request still unanswered while the database answers');
+    assert.equal(reports.length, 1, JSON.stringify(logged));
+    assert.equal(reports[0]?.route, '/wait');
+    assert.equal(reports[0]?.method, 'GET');
+    assert.ok(Number(reports[0]?.elapsed_ms) >= SUSPECT_MS * 2.5);
   });
 
   test('many slow requests share one probe per period instead of opening a connection each', async () => {

@@ -23,6 +23,12 @@ export interface DatabaseGateOptions {
   /** Resolves when the database answers, rejects (within its own bound) when it does not. */
   readonly probe: () => Promise<void>;
   readonly suspectAfterMs?: number;
+  /**
+   * A request still unanswered this long while the database answers is logged once (method,
+   * route pattern, elapsed; never the URL's values): a slow request, or one stuck somewhere
+   * this gate cannot see.
+   */
+  readonly reportAfterMs?: number;
   readonly recheckMs?: number;
 }
 
@@ -34,6 +40,7 @@ declare module 'fastify' {
 
 const gate: FastifyPluginAsync<DatabaseGateOptions> = async (app, opts) => {
   const suspectAfterMs = opts.suspectAfterMs ?? 2500;
+  const reportAfterMs = opts.reportAfterMs ?? 10_000;
   const recheckMs = opts.recheckMs ?? 500;
   let away = false;
   let probing: Promise<boolean> | null = null;
@@ -81,18 +88,25 @@ const gate: FastifyPluginAsync<DatabaseGateOptions> = async (app, opts) => {
     if (away) throw new DatabaseUnavailable();
     // Each look takes only a probe started after the last answer it had (the first: after the
     // request came), so an answer from before an outage holds a request one period at most.
+    const came = performance.now();
+    let reported = false;
     const watch = (since: number) => {
       const timer = setTimeout(() => {
         void probe(since).then((reachable) => {
           if (reply.sent || request.databaseGateTimer !== timer) return;
-          if (!reachable) reply.send(new DatabaseUnavailable());
-          else watch(performance.now());
+          if (!reachable) return void reply.send(new DatabaseUnavailable());
+          const elapsedMs = Math.round(performance.now() - came);
+          if (!reported && elapsedMs >= reportAfterMs) {
+            reported = true;
+            request.log.warn({ method: request.method, route: request.routeOptions.url ?? 'unmatched', elapsed_ms: elapsedMs }, 'request still unanswered while the database answers');
+          }
+          watch(performance.now());
         });
       }, suspectAfterMs);
       timer.unref();
       request.databaseGateTimer = timer;
     };
-    watch(performance.now());
+    watch(came);
   });
   const clear = async (request: FastifyRequest) => {
     clearTimeout(request.databaseGateTimer);
