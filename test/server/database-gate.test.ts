@@ -107,8 +107,9 @@ describe('database gate', () => {
     reset();
     const pending = Array.from({ length: 20 }, () => get('/wait'));
     await new Promise((r) => setTimeout(r, SUSPECT_MS * 6));
-    // Twenty requests looking every SUSPECT_MS for six periods: about a hundred looks.
-    assert.ok(probes >= 2 && probes <= 12, `probes: ${probes}`);
+    // Twenty requests looking every SUSPECT_MS for six periods: about a hundred looks, each its
+    // own probe without sharing (a loaded machine spreads the requests' arrivals: room for that).
+    assert.ok(probes >= 2 && probes <= 40, `probes: ${probes}`);
     releaseAll();
     for (const answer of await Promise.all(pending)) assert.equal(answer.status, 200);
   });
