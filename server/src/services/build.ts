@@ -34,7 +34,8 @@ export async function buildServices(config: Config, db: Db, opts: BuildServicesO
   const idTokens =
     opts.idTokens ?? createIdTokenVerifier({ providers: { google: config.social.google, apple: config.social.apple } });
   const phiKeyFile = phiKeyFileOf(config.dataDir);
-  const phi = createPhiCrypto(await loadPhiKeyFile({ phiKeys: config.phiKeys, dataDir: config.dataDir }), {
+  const initialKeys = await loadPhiKeyFile({ phiKeys: config.phiKeys, dataDir: config.dataDir });
+  const phi = createPhiCrypto(initialKeys, {
     // A key file can be rotated by another process (the CLI on PostgreSQL); PHI_KEYS cannot.
     ...(config.phiKeys ? {} : { reload: () => readPhiKeyFileSync(phiKeyFile) }),
   });
@@ -42,7 +43,7 @@ export async function buildServices(config: Config, db: Db, opts: BuildServicesO
   // open, and after the other process makes the names' tokens again under a new index key, this
   // ring's tokens would match nothing. So the file is also watched: a rotation installs here as
   // soon as its file is renamed into place.
-  const watcher = config.phiKeys ? null : watchKeyFile(phiKeyFile, (file) => phi.install(file));
+  const watcher = config.phiKeys ? null : watchKeyFile(phiKeyFile, initialKeys, (file) => phi.install(file));
   const services = createServices({ config, db, clock: opts.clock ?? systemClock, signingKeys, idTokens, mailTransport, phi });
   return {
     services,
@@ -58,26 +59,21 @@ export async function buildServices(config: Config, db: Db, opts: BuildServicesO
  * writes a temporary file and renames it). Watches the directory: the file's own inode is
  * replaced by the rename. Does not keep the process alive.
  */
-function watchKeyFile(file: string, changed: (file: PhiKeyFile) => void): fs.FSWatcher | null {
-  let last = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+function watchKeyFile(file: string, installed: PhiKeyFile, changed: (file: PhiKeyFile) => void): fs.FSWatcher | null {
+  let last = JSON.stringify(installed);
   let timer: NodeJS.Timeout | null = null;
+  const reread = () => {
+    timer = null;
+    const next = readPhiKeyFileSync(file);
+    const text = next && JSON.stringify(next);
+    if (!next || text === last) return;
+    last = text as string;
+    changed(next);
+  };
   try {
     const watcher = fs.watch(path.dirname(file), (_event, name) => {
       if (name !== path.basename(file) || timer) return;
-      timer = setTimeout(() => {
-        timer = null;
-        let text: string;
-        try {
-          text = fs.readFileSync(file, 'utf8');
-        } catch {
-          return;
-        }
-        if (text === last) return;
-        const next = readPhiKeyFileSync(file);
-        if (!next) return;
-        last = text;
-        changed(next);
-      }, 50);
+      timer = setTimeout(reread, 50);
       timer.unref();
     });
     watcher.unref();

@@ -41,6 +41,14 @@ export interface FailedValue {
   readonly row_id: string;
 }
 
+/** What one batch of a pass did: values changed, values no key opens, rows read, the last row's key. */
+interface BatchDone<K> {
+  readonly done: number;
+  readonly failed: FailedValue[];
+  readonly rows: number;
+  readonly last: K | null;
+}
+
 /** At most this many failing values are listed in a result; `failed` counts them all. */
 const FAILED_VALUES_LISTED = 20;
 
@@ -90,11 +98,11 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
     sql`(${sql.identifier(column)} is not null and strpos(${sql.identifier(column)}, ${prefix}) <> 1)`;
 
   /** One batch of one table: re-encrypt the stale values of up to `batchSize` rows after `after`. */
-  async function batch(t: PhiTable, after: string[] | null, batchSize: number) {
+  async function batch(t: PhiTable, after: string[] | null, batchSize: number): Promise<BatchDone<string[]>> {
     const ring = phi.ring();
     const prefix = `fc1.${ring.currentKeyId}.`;
     const keyCols = sql.join(t.key.map((k) => sql.identifier(k)), sql`, `);
-    const stale = sql.join(t.columns.map((c) => notCurrent(c, prefix)), sql` or `);
+    const stale = staleIn(t);
     const afterClause = after ? sql`and (${keyCols}) > (${sql.join(after.map((v) => sql`${v}`), sql`, `)})` : sql``;
     const cols = sql.join([...t.key, ...t.columns].map((c) => sql.identifier(c)), sql`, `);
     return db.transaction(async (tx) => {
@@ -130,13 +138,11 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
     });
   }
 
-  /** Rows of `t` with a value not under the current key: the size of its progress step. */
-  async function staleRows(t: PhiTable): Promise<number> {
+  /** Rows of `t` with a value not under the current key. */
+  const staleIn = (t: PhiTable): SQL => {
     const prefix = `fc1.${phi.ring().currentKeyId}.`;
-    const stale = sql.join(t.columns.map((c) => notCurrent(c, prefix)), sql` or `);
-    const rows = rowsOf(await db.execute(sql`select cast(count(*) as int) as n from ${sql.identifier(t.table)} where ${stale}`));
-    return Number(rows[0]?.n ?? 0);
-  }
+    return sql.join(t.columns.map((c) => notCurrent(c, prefix)), sql` or `);
+  };
 
   /**
    * Rows made under an index key other than the current one. A null key id is the first index
@@ -152,7 +158,7 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
    * One batch of patients whose name-search tokens are under another index key: the names opened
    * and tokenised again under the current one. Locked as `batch` locks, so a concurrent edit waits.
    */
-  async function retokeniseBatch(after: string | null, batchSize: number): Promise<{ done: number; failed: FailedValue[]; rows: number; last: string | null }> {
+  async function retokeniseBatch(after: string | null, batchSize: number): Promise<BatchDone<string>> {
     return db.transaction(async (tx) => {
       const rows = rowsOf(
         await tx.execute(
@@ -186,46 +192,37 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
     let failed = 0;
     const failedValues: FailedValue[] = [];
     let batches = 0;
-    for (const t of PHI_TABLES) {
+    /**
+     * One pass of batches, each after the last key the one before read, over what `total`
+     * counted; answers what the batches changed. Rows written meanwhile can make the count grow
+     * past the estimate.
+     */
+    const pass = async <K,>(step: string, total: number, run: (after: K | null) => Promise<BatchDone<K>>): Promise<number> => {
+      progress({ step, done: 0, total });
       let count = 0;
       let scanned = 0;
-      let after: string[] | null = null;
-      const total = await staleRows(t);
-      progress({ step: t.table, done: 0, total });
+      let after: K | null = null;
       for (;;) {
-        const b = await batch(t, after, batchSize);
+        const b: BatchDone<K> = await run(after);
         batches++;
         count += b.done;
         scanned += b.rows;
-        // Rows written meanwhile can make the count grow past the estimate.
-        progress({ step: t.table, done: scanned, total: Math.max(total, scanned) });
+        progress({ step, done: scanned, total: Math.max(total, scanned) });
         failed += b.failed.length;
         failedValues.push(...b.failed.slice(0, FAILED_VALUES_LISTED - failedValues.length));
-        if (b.rows < batchSize || !b.last) break;
+        if (b.rows < batchSize || !b.last) return count;
         after = b.last;
       }
-      reencrypted[t.table] = count;
+    };
+    for (const t of PHI_TABLES) {
+      reencrypted[t.table] = await pass(t.table, await countWhere(t.table, staleIn(t)), (after: string[] | null) => batch(t, after, batchSize));
     }
     const total = Object.values(reencrypted).reduce((a, b) => a + b, 0);
     // The blind index: tokens under another index key made again, by the same batches. A row
-    // whose names no key opens stays stale and is counted as failed; the pass ends when a
-    // batch finds nothing else to do.
-    const staleNames = await countWhere('patients', underOtherIndexKey('name_search_key'));
-    progress({ step: 'patients.name_search', done: 0, total: staleNames });
-    let retokenised = 0;
-    let scanned = 0;
-    let after: string | null = null;
-    for (;;) {
-      const b = await retokeniseBatch(after, batchSize);
-      batches++;
-      retokenised += b.done;
-      scanned += b.rows;
-      progress({ step: 'patients.name_search', done: scanned, total: Math.max(staleNames, scanned) });
-      failed += b.failed.length;
-      failedValues.push(...b.failed.slice(0, FAILED_VALUES_LISTED - failedValues.length));
-      if (b.rows < batchSize || !b.last) break;
-      after = b.last;
-    }
+    // whose names no key opens stays stale and is counted as failed.
+    const retokenised = await pass('patients.name_search', await countWhere('patients', underOtherIndexKey('name_search_key')), (after: string | null) =>
+      retokeniseBatch(after, batchSize),
+    );
     // Geocode cache entries are keyed by a lookup token under the index key that was current
     // when they were written: under another key they cannot be found again, only re-asked.
     const dropped = rowsOf(await db.execute(sql`with d as (delete from geocode_cache where ${underOtherIndexKey('index_key_id')} returning 1) select cast(count(*) as int) as n from d`));

@@ -79,13 +79,14 @@ export function createGeocoder(deps: { db: Db; clock: Clock; phi: PhiCrypto; nom
     }
   }
 
-  async function remember(key: string, point: LatLng | null): Promise<void> {
+  /** `indexKeyId`: the index key `key` was made under (read with it, not after the geocoder's answer: a rotation may come between). */
+  async function remember(key: string, indexKeyId: string, point: LatLng | null): Promise<void> {
     const pointEnc = point ? phi.seal(JSON.stringify({ lat: point.lat, lng: point.lng }), 'geocode_cache', 'point_enc', key) : null;
     const now = clock.now();
     await db
       .insert(geocodeCache)
-      .values({ addressKey: key, source: 'nominatim', pointEnc, indexKeyId: phi.ring().indexKeyId, createdAt: now })
-      .onConflictDoUpdate({ target: geocodeCache.addressKey, set: { pointEnc, indexKeyId: phi.ring().indexKeyId, createdAt: now } });
+      .values({ addressKey: key, source: 'nominatim', pointEnc, indexKeyId, createdAt: now })
+      .onConflictDoUpdate({ target: geocodeCache.addressKey, set: { pointEnc, indexKeyId, createdAt: now } });
   }
 
   return {
@@ -93,13 +94,14 @@ export function createGeocoder(deps: { db: Db; clock: Clock; phi: PhiCrypto; nom
       const normal = normaliseAddress(address);
       if (!normal) return null;
       if (nominatim) {
-        const key = phi.ring().lookupToken('geocode', normal);
+        const ring = phi.ring();
+        const key = ring.lookupToken('geocode', normal);
         const hit = await cached(key);
         let point: LatLng | null | undefined = hit?.point;
         if (hit === undefined) {
           try {
             point = await askNominatim(nominatim, address);
-            await remember(key, point);
+            await remember(key, ring.indexKeyId, point);
           } catch {
             // The service is down or slow: the ZIP centroid below still places the visit.
             point = undefined;
