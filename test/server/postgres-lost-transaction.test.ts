@@ -96,7 +96,7 @@ describe('a transaction that outlives its connection [postgres]', { skip: postgr
         await orphan.done;
       }),
     );
-    await eventually(() => assert.ok(pid > 0));
+    await eventually(() => assert.ok(pid > 0, 'the transaction has its backend'));
     await admin.execute(sql`select pg_terminate_backend(${pid})`);
     await within(transaction.done, 'the transaction');
     assert.equal(transaction.state !== 'pending' && transaction.state.ok, false, 'the transaction fails with its connection');
