@@ -114,6 +114,21 @@ describe('a transaction that outlives its connection [postgres]', { skip: postgr
     };
   }
 
+  /** A pool query sent now, while the proxy holds every new connection's bytes. */
+  function waitingBehindHeldProxy(query: Promise<unknown>) {
+    proxy.delay(() => true);
+    const stalledBefore = proxy.stalled;
+    return { waiting: track(query), reconnected: () => eventually(() => assert.ok(proxy.stalled > stalledBefore, 'the pool opened its connection again')) };
+  }
+
+  /** The query that waited for the connection: answered, not failed in the late callback's place. */
+  async function answered(waiting: ReturnType<typeof track>, what: string): Promise<unknown> {
+    await within(waiting.done, what);
+    const state = waiting.state as Exclude<Settled, 'pending'>;
+    assert.ok(state.ok, `${what} is answered: ${String(!state.ok && state.error)}`);
+    return state.value;
+  }
+
   async function poolStillServes() {
     const rows = rowsOf<{ n: number }>(await within(database.db.execute(sql`select 41 + 1 as n`), 'a query after'));
     assert.equal(rows[0]?.n, 42);
@@ -131,34 +146,25 @@ describe('a transaction that outlives its connection [postgres]', { skip: postgr
   test('the callback goes on while the replacement connection starts up: the waiting query is answered, nothing stalls', async () => {
     const lost = await transactionLosingItsConnection();
     // The new connection's bytes wait in the proxy: its startup is out, its answer not in.
-    proxy.delay(() => true);
-    const stalledBefore = proxy.stalled;
-    const waiting = track(database.db.execute(sql`select 7 as seven`));
-    await eventually(() => assert.ok(proxy.stalled > stalledBefore, 'the pool opened its connection again'));
+    const { waiting, reconnected } = waitingBehindHeldProxy(database.db.execute(sql`select 7 as seven`));
+    await reconnected();
     lost.resume();
     await lost.orphanFailed();
     proxy.release();
-    await within(waiting.done, 'the query waiting for the connection');
-    const state = waiting.state as Exclude<Settled, 'pending'>;
-    assert.ok(state.ok, `the waiting query is answered: ${String(!state.ok && state.error)}`);
-    assert.equal(rowsOf<{ seven: number }>(state.value)[0]?.seven, 7);
+    assert.equal(rowsOf<{ seven: number }>(await answered(waiting, 'the query waiting for the connection'))[0]?.seven, 7);
     assert.deepEqual(await probeRows(), []);
     await poolStillServes();
   });
 
   test('the callback goes on before the replacement connects: the query waiting for it is not failed in its place', async () => {
     const lost = await transactionLosingItsConnection();
-    proxy.delay(() => true);
-    const stalledBefore = proxy.stalled;
-    const waiting = track(database.db.execute(sql`select 8 as eight`));
+    const { waiting, reconnected } = waitingBehindHeldProxy(database.db.execute(sql`select 8 as eight`));
     // At once, while the pool is (re)connecting for the waiting query.
     lost.resume();
     await lost.orphanFailed();
-    await eventually(() => assert.ok(proxy.stalled > stalledBefore, 'the pool opened its connection again'));
+    await reconnected();
     proxy.release();
-    await within(waiting.done, 'the query waiting for the connection');
-    const state = waiting.state as Exclude<Settled, 'pending'>;
-    assert.ok(state.ok, `the waiting query is answered: ${String(!state.ok && state.error)}`);
+    assert.equal(rowsOf<{ eight: number }>(await answered(waiting, 'the query waiting for the connection'))[0]?.eight, 8);
     assert.deepEqual(await probeRows(), []);
     await poolStillServes();
   });
@@ -195,9 +201,7 @@ describe('a transaction that outlives its connection [postgres]', { skip: postgr
       const waiting = track(database.db.execute(sql`select ${delay}::int as delay`));
       setTimeout(lost.resume, delay);
       await lost.orphanFailed();
-      await within(waiting.done, `the waiting query (callback on after ${delay} ms)`);
-      const state = waiting.state as Exclude<Settled, 'pending'>;
-      assert.ok(state.ok, `callback on after ${delay} ms: the waiting query is answered: ${String(!state.ok && state.error)}`);
+      await answered(waiting, `the waiting query (callback on after ${delay} ms)`);
       assert.deepEqual(await probeRows(), [], `callback on after ${delay} ms`);
       await poolStillServes();
     }
