@@ -9,7 +9,9 @@
  * patched driver fails them at once (patches/README.md).
  *
  * Each case pauses a transaction's callback, kills its backend, lets the pool reconnect, then
- * lets the callback go on at a chosen moment. PostgreSQL only: PGlite has no connection to lose.
+ * lets the callback go on at a chosen moment; one case does the same to a reserved connection
+ * (`sql.reserve()`, which holds the migrations' advisory lock). PostgreSQL only: PGlite has no
+ * connection to lose.
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
@@ -192,6 +194,25 @@ describe('a transaction that outlives its connection [postgres]', { skip: postgr
     assert.ok(!state.ok && String(state.error).includes('rolls back'), `the other transaction ends as its callback said: ${String(!state.ok && state.error)}`);
     assert.deepEqual(await probeRows(), [], "the other transaction's write was rolled back, not committed by the late callback");
     await poolStillServes();
+  });
+
+  test("a reserved connection (the migrations' lock) that loses its backend: its next query fails instead of taking the lock on a pool connection, and releasing it leaves the pool serving", async () => {
+    const client = database.sql as NonNullable<Database['sql']>;
+    const reserved = await client.reserve();
+    const pid = Number((await reserved`select pg_backend_pid() as pid`)[0]?.pid);
+    await admin.execute(sql`select pg_terminate_backend(${pid})`);
+    // The pool makes its one connection again for its own query.
+    await poolStillServes();
+    const key = Math.floor(Math.random() * 1_000_000) + 1;
+    const late = await reserved`select pg_advisory_lock(${key})`.then(
+      () => null,
+      (err: unknown) => err,
+    );
+    assert.ok(late && isDatabaseUnreachable(late), `the reserved connection's query after the loss fails as a lost connection: ${String(late)}`);
+    const held = rowsOf<{ n: number }>(await admin.execute(sql`select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = ${key}`));
+    assert.equal(held[0]?.n, 0, 'no session holds the lock: it was not taken on the connection the pool made again');
+    reserved.release();
+    await Promise.all([poolStillServes(), poolStillServes(), poolStillServes()]);
   });
 
   test('whenever the callback goes on (every 4 ms from the loss to 80 ms after), nothing is committed and nothing hangs', async () => {
