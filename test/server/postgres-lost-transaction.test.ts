@@ -116,11 +116,11 @@ describe('a transaction that outlives its connection [postgres]', { skip: postgr
     };
   }
 
-  /** A pool query sent now, while the proxy holds every new connection's bytes. */
-  function waitingBehindHeldProxy(query: Promise<unknown>) {
+  /** A pool query sent once the proxy holds every new connection's bytes. */
+  function waitingBehindHeldProxy(query: () => Promise<unknown>) {
     proxy.delay(() => true);
     const stalledBefore = proxy.stalled;
-    return { waiting: track(query), reconnected: () => eventually(() => assert.ok(proxy.stalled > stalledBefore, 'the pool opened its connection again')) };
+    return { waiting: track(query()), reconnected: () => eventually(() => assert.ok(proxy.stalled > stalledBefore, 'the pool opened its connection again')) };
   }
 
   /** The query that waited for the connection: answered, not failed in the late callback's place. */
@@ -148,7 +148,7 @@ describe('a transaction that outlives its connection [postgres]', { skip: postgr
   test('the callback goes on while the replacement connection starts up: the waiting query is answered, nothing stalls', async () => {
     const lost = await transactionLosingItsConnection();
     // The new connection's bytes wait in the proxy: its startup is out, its answer not in.
-    const { waiting, reconnected } = waitingBehindHeldProxy(database.db.execute(sql`select 7 as seven`));
+    const { waiting, reconnected } = waitingBehindHeldProxy(() => database.db.execute(sql`select 7 as seven`));
     await reconnected();
     lost.resume();
     await lost.orphanFailed();
@@ -160,7 +160,7 @@ describe('a transaction that outlives its connection [postgres]', { skip: postgr
 
   test('the callback goes on before the replacement connects: the query waiting for it is not failed in its place', async () => {
     const lost = await transactionLosingItsConnection();
-    const { waiting, reconnected } = waitingBehindHeldProxy(database.db.execute(sql`select 8 as eight`));
+    const { waiting, reconnected } = waitingBehindHeldProxy(() => database.db.execute(sql`select 8 as eight`));
     // At once, while the pool is (re)connecting for the waiting query.
     lost.resume();
     await lost.orphanFailed();
