@@ -99,10 +99,10 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
 
   /** One batch of one table: re-encrypt the stale values of up to `batchSize` rows after `after`. */
   async function batch(t: PhiTable, after: string[] | null, batchSize: number): Promise<BatchDone<string[]>> {
-    const ring = phi.ring();
-    const prefix = `fc1.${ring.currentKeyId}.`;
+    // One reading of the ring for the batch: the rows it selects are the ones it re-encrypts.
+    const prefix = currentPrefix();
     const keyCols = sql.join(t.key.map((k) => sql.identifier(k)), sql`, `);
-    const stale = staleIn(t);
+    const stale = staleIn(t, prefix);
     const afterClause = after ? sql`and (${keyCols}) > (${sql.join(after.map((v) => sql`${v}`), sql`, `)})` : sql``;
     const cols = sql.join([...t.key, ...t.columns].map((c) => sql.identifier(c)), sql`, `);
     return db.transaction(async (tx) => {
@@ -138,11 +138,11 @@ export function createPhiRotation(deps: { db: Db; config: Config; phi: PhiCrypto
     });
   }
 
-  /** Rows of `t` with a value not under the current key. */
-  const staleIn = (t: PhiTable): SQL => {
-    const prefix = `fc1.${phi.ring().currentKeyId}.`;
-    return sql.join(t.columns.map((c) => notCurrent(c, prefix)), sql` or `);
-  };
+  /** What a value sealed under the current key starts with. */
+  const currentPrefix = () => `fc1.${phi.ring().currentKeyId}.`;
+
+  /** Rows of `t` with a value not under the key whose values start with `prefix`. */
+  const staleIn = (t: PhiTable, prefix = currentPrefix()): SQL => sql.join(t.columns.map((c) => notCurrent(c, prefix)), sql` or `);
 
   /**
    * Rows made under an index key other than the current one. A null key id is the first index
