@@ -17,7 +17,10 @@
  *
  * Baselines in the same run: the floor — the rows the outbox creates written by one batched
  * INSERT per table in one transaction, each table's rows as one jsonb parameter as the
- * server's own batch writers send them (no rules, no audit: `batched insert`); beside it the
+ * server's own batch writers send them (no rules, no audit: `batched insert`); the same inserts
+ * followed by the audit entry each mutation writes under the REST rules, chained in one statement
+ * as a set's entries are (`batched insert + audit`: every row a drain must write, none of its
+ * reads, rules, ledger or answers); beside them the
  * same INSERTs as drizzle's multi-row VALUES (`batched VALUES`), the floor until stop 33, which
  * spends about a second of server CPU on 10k rows' parameters — and the same
  * writes through the REST endpoints over HTTP keep-alive —
@@ -279,7 +282,7 @@ try {
     }
     // The floor: the same rows written by one batched INSERT per table (no rules, no audit),
     // as the server's batch writers send rows; drizzle's VALUES beside it (once), for the record.
-    const insertRows = async (via: 'recordset' | 'values'): Promise<Drained> => {
+    const insertRows = async (via: 'recordset' | 'values' | 'recordset+audit'): Promise<Drained> => {
       const d = await outbox(child, size);
       return withCpu(child, async () => {
         const { ms } = await child.rpc('insert-rows', { userId: d.userId, via, mutations: d.mutations.map(({ name, args }) => ({ name, args })) });
@@ -287,25 +290,35 @@ try {
       });
     };
     const floors: Drained[] = [];
+    const withAudit: Drained[] = [];
     const drains: Drained[] = [];
     let values: Drained | null = null;
     for (let round = 0; round < ROUNDS; round++) {
       floors.push(await insertRows('recordset'));
+      withAudit.push(await insertRows('recordset+audit'));
       values ??= await insertRows('values');
       const c = await outbox(child, size);
       const drain = () => withCpu(child, () => drainOverSync(s.syncUrl, c.token, c.mutations));
       drains.push(size === SIZES.at(-1) && round === 0 ? await profiled(child, `sync-reconcile-${s.backend}-${size}`, drain) : await drain());
-      const [floor, synced] = [floors.at(-1) as Drained, drains.at(-1) as Drained];
-      process.stderr.write(`    round ${round + 1}: batched insert ${fmt(floor.ms, 1)} ms, sync ${fmt(synced.ms, 1)} ms (${ratio(synced.ms, floor.ms)})\n`);
+      const [floor, audited, synced] = [floors.at(-1) as Drained, withAudit.at(-1) as Drained, drains.at(-1) as Drained];
+      process.stderr.write(
+        `    round ${round + 1}: batched insert ${fmt(floor.ms, 1)} ms, + audit ${fmt(audited.ms, 1)} ms, sync ${fmt(synced.ms, 1)} ms (${ratio(synced.ms, floor.ms)}; ${ratio(synced.ms, audited.ms)} with audit)\n`,
+      );
     }
-    results.push({ size, path: 'batched insert', ...median(floors) }, { size, path: 'batched VALUES', ...(values as Drained) }, { size, path: 'sync', ...median(drains) });
+    results.push(
+      { size, path: 'batched insert', ...median(floors) },
+      { size, path: 'batched insert + audit', ...median(withAudit) },
+      { size, path: 'batched VALUES', ...(values as Drained) },
+      { size, path: 'sync', ...median(drains) },
+    );
   }
 
   const baseOf = (size: number) => results.find((r) => r.size === size && r.path === `rest×${REST_CONNECTIONS}`)?.ms ?? Number.NaN;
   const floorOf = (size: number) => results.find((r) => r.size === size && r.path === 'batched insert')?.ms ?? Number.NaN;
+  const auditedFloorOf = (size: number) => results.find((r) => r.size === size && r.path === 'batched insert + audit')?.ms ?? Number.NaN;
   console.log(
     table(
-      ['outbox', 'path', 'ms', 'mutations/s', `time vs rest×${REST_CONNECTIONS}`, 'time vs batched insert', 'to synced ms', 'to synced vs batched insert', 'server CPU ms', 'database CPU ms', 'device CPU ms', 'acks', 'rejects'],
+      ['outbox', 'path', 'ms', 'mutations/s', `time vs rest×${REST_CONNECTIONS}`, 'time vs batched insert', 'vs + audit', 'to synced ms', 'to synced vs batched insert', 'server CPU ms', 'database CPU ms', 'device CPU ms', 'acks', 'rejects'],
       results.map((r) => [
         String(r.size),
         r.path,
@@ -313,6 +326,7 @@ try {
         fmt((r.size / r.ms) * 1000, 0),
         ratio(r.ms, baseOf(r.size)),
         ratio(r.ms, floorOf(r.size)),
+        ratio(r.ms, auditedFloorOf(r.size)),
         r.syncedMs === undefined ? '—' : fmt(r.syncedMs),
         r.syncedMs === undefined ? '—' : ratio(r.syncedMs, floorOf(r.size)),
         r.serverCpuMs === undefined ? '—' : fmt(r.serverCpuMs, 0),
@@ -344,6 +358,7 @@ try {
         mutationsPerSec: Math.round((r.size / r.ms) * 1000),
         timeRatioToRest: Number((r.ms / baseOf(r.size)).toFixed(2)),
         timeRatioToBatchedInsert: Number((r.ms / floorOf(r.size)).toFixed(2)),
+        timeRatioToBatchedInsertWithAudit: Number((r.ms / auditedFloorOf(r.size)).toFixed(2)),
         syncedMs: r.syncedMs === undefined ? null : Number(r.syncedMs.toFixed(1)),
         syncedRatioToBatchedInsert: r.syncedMs === undefined ? null : Number((r.syncedMs / floorOf(r.size)).toFixed(2)),
         serverCpuMs: r.serverCpuMs === undefined ? null : Math.round(r.serverCpuMs),

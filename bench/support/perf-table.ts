@@ -63,8 +63,8 @@ export function figuresOf(result: Json): Figure[] {
       const results = list(result.results);
       const floorOf = (n: unknown) => results.find((r) => r.mutations === n && r.path === 'batched insert');
       return results
-        // The floor, and drizzle's VALUES kept beside it for the record, are baselines, not paths.
-        .filter((r) => r.path !== 'batched insert' && r.path !== 'batched VALUES')
+        // The floor, the floor with the audit entries, and drizzle's VALUES kept for the record are baselines, not paths.
+        .filter((r) => !str(r.path).startsWith('batched '))
         .map((r) => {
           const floor = floorOf(r.mutations);
           return row(

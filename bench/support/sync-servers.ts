@@ -21,6 +21,7 @@ import { patientReferrals, patients, soapNotes, timerEvents, visitMileage, visit
 import { startServerPair } from './server-pair.ts';
 import { recordsetShape, type RecordsetRow } from '../../server/src/db/recordset.ts';
 import { sealPatient, openPatient } from '../../server/src/services/patients/patient-codec.ts';
+import type { AuditContext, AuditEntry } from '../../server/src/services/audit/audit-log.ts';
 import { soapRecordOf, visitFieldsOf } from '../../server/src/services/visits/visit-records.ts';
 import { windowOf } from '../../server/src/services/sync/feed.ts';
 import { addDays } from '@fieldchart/schema/rules';
@@ -64,10 +65,12 @@ export interface SyncRpc {
    * `recordset`, each table's rows as one jsonb parameter read by `jsonb_to_recordset` (how the
    * server's own batch writers send rows: db/recordset.ts); `values`, drizzle's multi-row
    * VALUES, one parameter per cell (cut at 4,000 rows for the parameter limit), which spends
-   * about a second of the server's CPU building and sending 10k rows' parameters.
+   * about a second of the server's CPU building and sending 10k rows' parameters;
+   * `recordset+audit`, the recordset inserts and then the audit entry each mutation writes under
+   * the REST rules, chained by the one statement a set's entries go in (`recordSucceeded`).
    */
   'insert-rows': {
-    args: { userId: string; via: 'recordset' | 'values'; mutations: ReadonlyArray<{ name: string; args: Record<string, unknown> }> };
+    args: { userId: string; via: 'recordset' | 'values' | 'recordset+audit'; mutations: ReadonlyArray<{ name: string; args: Record<string, unknown> }> };
     result: { rows: number; ms: number };
   };
   /** The initial-sync baseline: the feed's rows for `userId` (all but the one organization_config row) read by plain selects (and, with `open`, decrypted). */
@@ -254,12 +257,16 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
     const mileage = new Map<string, typeof visitMileage.$inferInsert>();
     const patientRows: Array<typeof patients.$inferInsert> = [];
     const referralRows: Array<typeof patientReferrals.$inferInsert> = [];
-    for (const { name, args } of mutations) {
+    // The entries a drain's sets write for the same mutations (the batch planners' own).
+    const audits: Array<{ ctx: AuditContext; entry: AuditEntry }> = [];
+    const audited = (k: number, entry: AuditEntry) => audits.push({ ctx: { actorUserId: userId, organizationId: null, requestId: `bench:${k}` }, entry });
+    for (const [k, { name, args }] of mutations.entries()) {
       if (name === 'visit.timer_events') {
         const a = args as { schedule_uuid: string; events: Array<{ event_type: string; event_time: string; latitude: number; longitude: number; accuracy: number }> };
         for (const e of a.events) {
           events.push({ visitId: a.schedule_uuid, ownerId: userId, eventType: e.event_type, eventTime: new Date(e.event_time), latitude: e.latitude, longitude: e.longitude, accuracy: e.accuracy, createdAt: now });
         }
+        audited(k, { action: 'update', resourceType: 'visit_timer', resourceId: a.schedule_uuid, details: { added: a.events.length, replayed: 0 } });
       } else if (name === 'visit.mileage') {
         const a = args as { uuid: string; mileage: { total_miles: number; travel_miles?: number; onsite_miles?: number; recorded_at?: string } };
         const m = a.mileage;
@@ -273,6 +280,7 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
           createdAt: now,
           updatedAt: now,
         });
+        audited(k, { action: 'update', resourceType: 'visit_mileage', resourceId: a.uuid, details: { applied: true } });
       } else if (name === 'patient.create') {
         const a = args as { uuid: string; referral_uuid: string; first_name: string; last_name: string; phone?: string; address?: string; referral?: { discipline?: string; diagnosis_codes?: string[]; ordered_frequency?: string } };
         patientRows.push({
@@ -293,15 +301,19 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
           createdAt: now,
           updatedAt: now,
         });
+        const { uuid: _, referral_uuid: __, ...body } = a;
+        const fields = Object.keys(body).filter((f) => (body as Record<string, unknown>)[f] != null);
+        audited(k, { action: 'create', resourceType: 'patient', resourceId: a.uuid, details: { fields, referral_uuid: a.referral_uuid } });
       }
     }
     const started = performance.now();
     await db.transaction(async (tx) => {
-      if (via === 'recordset') {
+      if (via !== 'values') {
         await tx.execute(insertRecordset(timerEvents, TIMER_EVENT_KEYS, events));
         await tx.execute(insertRecordset(visitMileage, MILEAGE_KEYS, [...mileage.values()]));
         await tx.execute(insertRecordset(patients, PATIENT_KEYS, patientRows));
         await tx.execute(insertRecordset(patientReferrals, REFERRAL_KEYS, referralRows));
+        if (via === 'recordset+audit') await services.audit.recordSucceeded(tx, audits);
         return;
       }
       for (const part of chunks(events, 4000)) await tx.insert(timerEvents).values(part);
@@ -309,7 +321,8 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
       for (const part of chunks(patientRows, 4000)) await tx.insert(patients).values(part);
       for (const part of chunks(referralRows, 4000)) await tx.insert(patientReferrals).values(part);
     });
-    return { rows: events.length + mileage.size + patientRows.length + referralRows.length, ms: performance.now() - started };
+    const audit = via === 'recordset+audit' ? audits.length : 0;
+    return { rows: events.length + mileage.size + patientRows.length + referralRows.length + audit, ms: performance.now() - started };
   },
 
   async 'select-scope'({ userId, open }) {
