@@ -62,16 +62,18 @@ export function figuresOf(result: Json): Figure[] {
     case 'sync-reconcile': {
       const results = list(result.results);
       const floorOf = (n: unknown) => results.find((r) => r.mutations === n && r.path === 'batched insert');
+      // From 2026-12-05 (stop 59): the floor with each mutation's audit entry too; absent in older results.
+      const auditedFloorOf = (n: unknown) => results.find((r) => r.mutations === n && r.path === 'batched insert + audit');
       return results
         // The floor, the floor with the audit entries, and drizzle's VALUES kept for the record are baselines, not paths.
         .filter((r) => !str(r.path).startsWith('batched '))
         .map((r) => {
-          const floor = floorOf(r.mutations);
+          const [floor, audited] = [floorOf(r.mutations), auditedFloorOf(r.mutations)];
           return row(
             `${fmt(num(r.mutations), 0)} queued mutations, ${str(r.path)} (mutations/s)`,
             `${ms(num(r.ms))} (${fmt(num(r.mutationsPerSec), 0)}/s)`,
-            floor ? `one batched insert ${ms(num(floor.ms))}` : '—',
-            `${x(num(r.timeRatioToBatchedInsert))} time`,
+            floor ? `one batched insert ${ms(num(floor.ms))}${audited ? `; with the audit entries ${ms(num(audited.ms))}` : ''}` : '—',
+            `${x(num(r.timeRatioToBatchedInsert))} time${audited ? `; ${x(num(r.timeRatioToBatchedInsertWithAudit))} with the audit entries` : ''}`,
           );
         });
     }

@@ -41,6 +41,17 @@ test('each bench result gives its figures beside the same run’s baseline', () 
     baseline: 'one batched insert 6,014.4 ms',
     ratio: '4.99× time',
   });
+  const audited = figuresOf({
+    ...reconcile,
+    results: [
+      ...reconcile.results.slice(0, 1),
+      { mutations: 10000, path: 'batched insert + audit', ms: 11200.5, mutationsPerSec: 893, timeRatioToBatchedInsert: 1.86, timeRatioToBatchedInsertWithAudit: 1 },
+      { ...reconcile.results[1], timeRatioToBatchedInsertWithAudit: 2.68 },
+    ],
+  });
+  assert.equal(audited.length, 1, 'the floor with the audit entries is a baseline too, not a row');
+  assert.equal(audited[0]?.baseline, 'one batched insert 6,014.4 ms; with the audit entries 11,200.5 ms');
+  assert.equal(audited[0]?.ratio, '4.99× time; 2.68× with the audit entries');
   assert.deepEqual(figuresOf(restFloor)[0]?.ratio, '0.45× req/s, 1.30× p99');
   assert.match(figuresOf(propagation)[0]?.figure ?? '', /^31\.3 ms \/ 156\.6 ms$/);
   assert.equal(figuresOf({ bench: 'something-new' })[0]?.measure, '(no table rows for this bench yet)');
