@@ -281,7 +281,8 @@ try {
       results.push({ size, path: 'rest×1', ...(await drainOverRest(api, b.token, b.mutations, 1)) });
     }
     // The floor: the same rows written by one batched INSERT per table (no rules, no audit),
-    // as the server's batch writers send rows; drizzle's VALUES beside it (once), for the record.
+    // as the server's batch writers send rows; the same followed by their audit entries; drizzle's
+    // VALUES beside them (once), for the record.
     const insertRows = async (via: 'recordset' | 'values' | 'recordset+audit'): Promise<Drained> => {
       const d = await outbox(child, size);
       return withCpu(child, async () => {
