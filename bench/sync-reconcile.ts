@@ -314,9 +314,10 @@ try {
     );
   }
 
-  const baseOf = (size: number) => results.find((r) => r.size === size && r.path === `rest×${REST_CONNECTIONS}`)?.ms ?? Number.NaN;
-  const floorOf = (size: number) => results.find((r) => r.size === size && r.path === 'batched insert')?.ms ?? Number.NaN;
-  const auditedFloorOf = (size: number) => results.find((r) => r.size === size && r.path === 'batched insert + audit')?.ms ?? Number.NaN;
+  const msOf = (size: number, path: string) => results.find((r) => r.size === size && r.path === path)?.ms ?? Number.NaN;
+  const baseOf = (size: number) => msOf(size, `rest×${REST_CONNECTIONS}`);
+  const floorOf = (size: number) => msOf(size, 'batched insert');
+  const auditedFloorOf = (size: number) => msOf(size, 'batched insert + audit');
   console.log(
     table(
       ['outbox', 'path', 'ms', 'mutations/s', `time vs rest×${REST_CONNECTIONS}`, 'time vs batched insert', 'vs + audit', 'to synced ms', 'to synced vs batched insert', 'server CPU ms', 'database CPU ms', 'device CPU ms', 'acks', 'rejects'],

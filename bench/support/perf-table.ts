@@ -61,14 +61,13 @@ export function figuresOf(result: Json): Figure[] {
     }
     case 'sync-reconcile': {
       const results = list(result.results);
-      const floorOf = (n: unknown) => results.find((r) => r.mutations === n && r.path === 'batched insert');
-      // From 2026-12-05 (stop 59): the floor with each mutation's audit entry too; absent in older results.
-      const auditedFloorOf = (n: unknown) => results.find((r) => r.mutations === n && r.path === 'batched insert + audit');
+      const resultOf = (n: unknown, path: string) => results.find((r) => r.mutations === n && r.path === path);
       return results
         // The floor, the floor with the audit entries, and drizzle's VALUES kept for the record are baselines, not paths.
         .filter((r) => !str(r.path).startsWith('batched '))
         .map((r) => {
-          const [floor, audited] = [floorOf(r.mutations), auditedFloorOf(r.mutations)];
+          // The floor with each mutation's audit entry: from 2026-12-05 (stop 59), absent in older results.
+          const [floor, audited] = [resultOf(r.mutations, 'batched insert'), resultOf(r.mutations, 'batched insert + audit')];
           return row(
             `${fmt(num(r.mutations), 0)} queued mutations, ${str(r.path)} (mutations/s)`,
             `${ms(num(r.ms))} (${fmt(num(r.mutationsPerSec), 0)}/s)`,

@@ -22,6 +22,7 @@ import { startServerPair } from './server-pair.ts';
 import { recordsetShape, type RecordsetRow } from '../../server/src/db/recordset.ts';
 import { sealPatient, openPatient } from '../../server/src/services/patients/patient-codec.ts';
 import type { AuditContext, AuditEntry } from '../../server/src/services/audit/audit-log.ts';
+import { createdFields } from '../../server/src/services/patients/new-patient.ts';
 import { soapRecordOf, visitFieldsOf } from '../../server/src/services/visits/visit-records.ts';
 import { windowOf } from '../../server/src/services/sync/feed.ts';
 import { addDays } from '@fieldchart/schema/rules';
@@ -302,8 +303,7 @@ const handlers: { [K in keyof SyncRpc]: (args: SyncRpc[K]['args']) => Promise<Sy
           updatedAt: now,
         });
         const { uuid: _, referral_uuid: __, ...body } = a;
-        const fields = Object.keys(body).filter((f) => (body as Record<string, unknown>)[f] != null);
-        audited(k, { action: 'create', resourceType: 'patient', resourceId: a.uuid, details: { fields, referral_uuid: a.referral_uuid } });
+        audited(k, { action: 'create', resourceType: 'patient', resourceId: a.uuid, details: { fields: createdFields(body as Parameters<typeof createdFields>[0]), referral_uuid: a.referral_uuid } });
       }
     }
     const started = performance.now();
